@@ -1,0 +1,149 @@
+"""Typed `batch_refresh` model configs: parsed and validated in one pass, all errors at once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+
+REFRESH_MODES = ("auto", "incremental", "full")
+CHANGE_ACTIONS = ("rebuild", "fail")
+DEFAULT_MERGE_CHUNK_ROWS = 5_000_000
+DEFAULT_LEASE_TIMEOUT_S = 3600.0
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(value: Any) -> Optional[float]:
+    """'90s', '15m', '2h', '1d' or a number of seconds -> seconds; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(value)
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ValueError(value)
+        return float(value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(value)
+    unit = (match.group(2) or "s")[0].lower()
+    return float(match.group(1)) * _UNIT_SECONDS[unit]
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f}h"
+    if seconds >= 60:
+        return f"{seconds / 60:.1f}m"
+    return f"{seconds:.0f}s"
+
+
+@dataclass(frozen=True)
+class BatchRefreshConfig:
+    unique_key: Tuple[str, ...] = ()
+    refresh_interval_s: Optional[float] = None
+    refresh_mode: str = "auto"
+    on_model_change: str = "rebuild"
+    on_change_feed_gap: str = "rebuild"
+    merge_chunk_rows: int = DEFAULT_MERGE_CHUNK_ROWS
+    lease_timeout_s: float = DEFAULT_LEASE_TIMEOUT_S
+    tblproperties: Mapping[str, str] = field(default_factory=dict)
+
+    def result_fingerprint_parts(self) -> Dict[str, Any]:
+        """Configs that change what the model's rows are (a change means a rebuild)."""
+        return {"unique_key": list(self.unique_key)}
+
+
+def _key_list(value: Any) -> List[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) and v.strip() for v in value):
+        return list(value)
+    raise ValueError(value)
+
+
+def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
+    """Validate every config of one model; raise one error listing all problems."""
+    problems: List[str] = []
+
+    def choice(name: str, allowed: Tuple[str, ...], default: str) -> str:
+        value = raw.get(name)
+        if value is None:
+            return default
+        if str(value).lower() not in allowed:
+            problems.append(
+                f"`{name}` is {value!r}; use one of {', '.join(repr(a) for a in allowed)}."
+            )
+            return default
+        return str(value).lower()
+
+    def duration(name: str, default: Optional[float]) -> Optional[float]:
+        value = raw.get(name)
+        if value is None:
+            return default
+        try:
+            return parse_duration(value)
+        except ValueError:
+            problems.append(
+                f"`{name}` is {value!r}, which is not a duration; use e.g. '90s', '15m', "
+                f"'2h', '1d' or a number of seconds."
+            )
+            return default
+
+    file_format = raw.get("file_format")
+    if file_format is not None and str(file_format).lower() != "delta":
+        problems.append(
+            f"`file_format` is {file_format!r}, but batch_refresh targets must be Delta tables "
+            f"(they replay and publish a change feed); set file_format='delta' or remove it."
+        )
+    try:
+        unique_key = tuple(_key_list(raw.get("unique_key")))
+    except ValueError:
+        problems.append(
+            f"`unique_key` is {raw.get('unique_key')!r}; use a column name or a list of column names."
+        )
+        unique_key = ()
+
+    chunk_rows = raw.get("merge_chunk_rows")
+    if chunk_rows is None:
+        merge_chunk_rows = DEFAULT_MERGE_CHUNK_ROWS
+    elif isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        problems.append(f"`merge_chunk_rows` is {chunk_rows!r}; use a positive whole number of rows.")
+        merge_chunk_rows = DEFAULT_MERGE_CHUNK_ROWS
+    else:
+        merge_chunk_rows = chunk_rows
+
+    tblproperties = raw.get("tblproperties") or {}
+    if not isinstance(tblproperties, Mapping):
+        problems.append("`tblproperties` must be a mapping of property name to value.")
+        tblproperties = {}
+    cdf = str(tblproperties.get("delta.enableChangeDataFeed", "true")).lower()
+    if cdf != "true":
+        problems.append(
+            "`tblproperties` turns delta.enableChangeDataFeed off, but batch_refresh targets "
+            "keep their change feed on so downstream models can replay them; remove that property."
+        )
+
+    config = BatchRefreshConfig(
+        unique_key=unique_key,
+        refresh_interval_s=duration("refresh_interval", None),
+        refresh_mode=choice("refresh_mode", REFRESH_MODES, "auto"),
+        on_model_change=choice("on_model_change", CHANGE_ACTIONS, "rebuild"),
+        on_change_feed_gap=choice("on_change_feed_gap", CHANGE_ACTIONS, "rebuild"),
+        merge_chunk_rows=merge_chunk_rows,
+        lease_timeout_s=duration("lease_timeout", DEFAULT_LEASE_TIMEOUT_S) or DEFAULT_LEASE_TIMEOUT_S,
+        tblproperties={str(k): str(v) for k, v in tblproperties.items()},
+    )
+    if problems:
+        raise BatchRefreshUserError(model, "invalid config", problems)
+    return config

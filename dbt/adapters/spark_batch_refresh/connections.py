@@ -1,0 +1,139 @@
+"""Credentials and connections: dbt-spark's, plus an embedded Spark with Delta for `session`."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+
+from dbt.adapters.spark_batch_refresh.session_defaults import SessionSettings, embedded_confs
+
+logger = AdapterLogger("SparkBatchRefresh")
+
+
+@dataclass
+class SparkBatchRefreshCredentials(SparkCredentials):
+    # Embedded session only: where warehouse, metastore and derby.log live (relative to the
+    # directory dbt runs in), and how to find the Delta jars.
+    session_dir: str = ".batch_refresh"
+    delta_jars: Optional[List[str]] = None
+    delta_package: Optional[str] = None
+
+    @classmethod
+    def __pre_deserialize__(cls, data: Any) -> Any:
+        data = super().__pre_deserialize__(data)
+        # The embedded session is the default; it needs no host.
+        data.setdefault("method", SparkConnectionMethod.SESSION.value)
+        if data.get("method") == SparkConnectionMethod.SESSION.value:
+            data.setdefault("host", "localhost")
+        return data
+
+    @property
+    def type(self) -> str:
+        return "spark_batch_refresh"
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        keys = super()._connection_keys()
+        if self.method == SparkConnectionMethod.SESSION:
+            return ("method", "schema", "session_dir")
+        return ("method",) + tuple(keys)
+
+
+class _EmbeddedSpark:
+    """One JVM per process; each dbt connection gets its own SparkSession on it.
+
+    Separate sessions keep session confs (the idempotent-write txn confs, commit metadata)
+    from leaking between dbt threads that refresh different models at once.
+    """
+
+    _lock = threading.Lock()
+    _base: Any = None
+
+    @classmethod
+    def session_for_connection(cls, creds: SparkBatchRefreshCredentials) -> Any:
+        with cls._lock:
+            if cls._base is None:
+                cls._base = cls._start(creds)
+            return cls._base.newSession()
+
+    @staticmethod
+    def _start(creds: SparkBatchRefreshCredentials) -> Any:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            # Someone (a test harness, a notebook) already started Spark: reuse it.
+            return active
+        settings = SessionSettings(
+            session_dir=creds.session_dir,
+            delta_jars=creds.delta_jars,
+            delta_package=creds.delta_package,
+            user_confs=creds.server_side_parameters,
+        )
+        confs = embedded_confs(settings, cwd=os.getcwd())
+        os.makedirs(os.path.dirname(confs["spark.sql.warehouse.dir"]), exist_ok=True)
+        builder = SparkSession.builder.enableHiveSupport()
+        for key, value in confs.items():
+            builder = builder.config(key, value)
+        logger.debug(f"Starting embedded Spark with {confs}")
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+        return spark
+
+
+class _SessionCursor:
+    """A DB-API-ish cursor over one SparkSession (dbt-spark's wrapper drives it)."""
+
+    def __init__(self, session: Any) -> None:
+        from dbt.adapters.spark.session import Cursor
+
+        self._inner = Cursor()
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        from pyspark.errors import AnalysisException
+        from dbt_common.exceptions import DbtRuntimeError
+
+        if parameters:
+            sql = sql % parameters
+        try:
+            self._inner._df = self._session.sql(sql)
+            self._inner._rows = None
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+
+
+class _SessionHandle:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def cursor(self) -> _SessionCursor:
+        return _SessionCursor(self.session)
+
+
+class SparkBatchRefreshConnectionManager(SparkConnectionManager):
+    TYPE = "spark_batch_refresh"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        creds = connection.credentials
+        if connection.state == ConnectionState.OPEN or creds.method != SparkConnectionMethod.SESSION:
+            return super().open(connection)
+        from dbt.adapters.spark.session import SessionConnectionWrapper
+
+        session = _EmbeddedSpark.session_for_connection(creds)
+        connection.handle = SessionConnectionWrapper(_SessionHandle(session))  # type: ignore[arg-type]
+        connection.state = ConnectionState.OPEN
+        return connection

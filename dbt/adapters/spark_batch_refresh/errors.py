@@ -1,0 +1,26 @@
+"""The user-facing errors: each names the model, what is wrong and what to do."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from dbt_common.exceptions import DbtRuntimeError
+
+
+class BatchRefreshUserError(DbtRuntimeError):
+    """A user mistake, detected before the target is touched."""
+
+    def __init__(self, model: str, what: str, details: Iterable[str]) -> None:
+        lines = list(details)
+        body = "\n".join(f"  - {line}" for line in lines)
+        super().__init__(f"batch_refresh model '{model}': {what}:\n{body}")
+        self.model = model
+        self.details = lines
+
+
+class BatchRefreshLeaseError(DbtRuntimeError):
+    """Another run holds the model's refresh lease."""
+
+
+class BatchRefreshRuntimeError(DbtRuntimeError):
+    """A fault during a refresh; the state is left resumable."""

@@ -1,0 +1,481 @@
+"""Runs one refresh of one model: plan, lease, stage, apply, clean up.
+
+All SQL goes through the callables given (the dbt connection), never a local SparkSession, so
+the same code serves the embedded session and a Spark Thrift Server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, parse_config
+from dbt.adapters.spark_batch_refresh.errors import (
+    BatchRefreshLeaseError,
+    BatchRefreshRuntimeError,
+    BatchRefreshUserError,
+)
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.planner import (
+    BACKFILL,
+    FULL,
+    NOOP,
+    REPLAY,
+    SKIP,
+    Plan,
+    UpstreamPoint,
+    plan_run,
+)
+from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore, points_from_json, points_json
+
+logger = AdapterLogger("SparkBatchRefresh")
+
+Fetch = Callable[[str], List[Dict[str, Any]]]
+Run = Callable[[str], None]
+
+NOW_ENV = "BATCH_REFRESH_NOW"  # testing aid: a fixed clock for the interval gate
+
+
+def current_time() -> datetime:
+    fixed = os.environ.get(NOW_ENV)
+    return datetime.fromisoformat(fixed) if fixed else datetime.now().replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    model: str
+    model_id: str
+    target: str  # rendered relation, e.g. `schema`.`name`
+    sql: str  # compiled model SQL
+    raw_config: Mapping[str, Any]
+    target_options: str  # rendered partition/location/comment clauses
+    target_kind: str  # "none" | "delta" | "other"
+    state_schema: str
+    full_refresh: bool
+    force: bool
+
+
+@dataclass
+class RefreshResult:
+    action: str
+    reason: str
+    mode: str
+    run_id: Optional[str] = None
+    resumed: bool = False
+    fallback_reason: Optional[str] = None
+    versions_from: Dict[str, int] = field(default_factory=dict)
+    versions_to: Dict[str, int] = field(default_factory=dict)
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    staged_rows: int = 0
+    next_due: Optional[str] = None
+    duration_s: float = 0.0
+
+    @property
+    def rows_affected(self) -> int:
+        return self.rows_inserted + self.rows_updated + self.rows_deleted
+
+    def message(self) -> str:
+        if self.action in (SKIP, NOOP):
+            return f"{self.action.upper()}: {self.reason}"
+        ups = sorted(set(self.versions_from) | set(self.versions_to))
+        moves = ", ".join(
+            f"{u} v{self.versions_from.get(u, '-')}->v{self.versions_to.get(u, '-')}" for u in ups
+        )
+        verb = ("resumed " if self.resumed else "") + self.action
+        tail = f" (fallback: {self.fallback_reason})" if self.fallback_reason else ""
+        return (
+            f"{verb.upper()} [{moves}]: +{self.rows_inserted} ~{self.rows_updated} "
+            f"-{self.rows_deleted} rows{tail}"
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["rows_affected"] = self.rows_affected
+        data["message"] = self.message()
+        return data
+
+
+class Refresher:
+    def __init__(self, fetch: Fetch, run: Run) -> None:
+        self._fetch = fetch
+        self._run = run
+
+    # ---------------------------------------------------------------- reading upstreams
+    def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
+        """Latest version and commit time, or None for a relation that is not a Delta table."""
+        try:
+            rows = self._fetch(f"DESCRIBE HISTORY {sa.quote_relation(upstream)} LIMIT 1")
+        except DbtRuntimeError as exc:
+            text = str(exc)
+            if "DELTA_ONLY_OPERATION" in text or "not a Delta table" in text or "is a view" in text:
+                return None
+            if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text:
+                return None
+            raise
+        if not rows:
+            return None
+        return UpstreamPoint(int(rows[0]["version"]), rows[0]["timestamp"])
+
+    def _cdf_missing(self, upstreams: List[str]) -> List[str]:
+        missing = []
+        for upstream in upstreams:
+            rows = self._fetch(f"DESCRIBE DETAIL {sa.quote_relation(upstream)}")
+            props = (rows[0].get("properties") or {}) if rows else {}
+            if not _cdf_on(props):
+                missing.append(upstream)
+        return missing
+
+    # ---------------------------------------------------------------- one run
+    def refresh(self, req: RefreshRequest) -> RefreshResult:
+        started = time.monotonic()
+        config = parse_config(req.model, req.raw_config)
+        analysis = sa.analyze(req.sql)
+        fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
+        store = StateStore(req.state_schema, self._fetch, self._run)
+        store.ensure()
+        row = store.read(req.model_id)
+        now = current_time()
+        latest = {u: self.latest_point(u) for u in analysis.upstreams}
+
+        resumed = False
+        if row is not None and row.phase != "idle":
+            self._check_lease(req, row, now)
+            if row.plan and row.fingerprint in ("", fingerprint) and not req.full_refresh:
+                plan = _plan_from_json(row.plan)
+                resumed = True
+        if not resumed:
+            plan = plan_run(
+                model=req.model,
+                config=config,
+                analysis=analysis,
+                fingerprint=fingerprint,
+                state=row.model_state() if row and row.fingerprint else None,
+                latest=latest,
+                target_exists=req.target_kind == "delta",
+                full_refresh=req.full_refresh,
+                force=req.force,
+                now=now,
+            )
+        result = RefreshResult(
+            action=plan.action,
+            reason=plan.reason,
+            mode=plan.mode,
+            resumed=resumed,
+            fallback_reason=plan.fallback_reason,
+            versions_from=plan.versions_from(),
+            versions_to=plan.versions_to() or plan.versions_from(),
+            next_due=plan.next_due.isoformat(sep=" ") if plan.next_due else None,
+        )
+        if not plan.writes:
+            result.duration_s = time.monotonic() - started
+            return result
+
+        if plan.action == BACKFILL and not resumed:
+            self._validate_backfill(req, config, analysis)
+
+        run_id = uuid.uuid4().hex[:12]
+        result.run_id = run_id
+        holder = f"{socket.gethostname()}:{os.getpid()}"
+        if not store.take_lease(
+            model_id=req.model_id, relation=req.target, seen=row, run_id=run_id, holder=holder,
+            now=now, until=now + timedelta(seconds=config.lease_timeout_s),
+            plan=_plan_to_json(plan),
+        ):
+            latest_row = store.read(req.model_id)
+            raise _lease_error(req, latest_row)
+        fail_point("after_lease")
+
+        touched = False
+        try:
+            staging = f"{req.target[:-1]}__br_staging`" if req.target.endswith("`") else f"{req.target}__br_staging"
+            generation = run_id if plan.action == BACKFILL else (row.generation if row else run_id) or run_id
+            if plan.action == REPLAY and not config.unique_key:
+                inserts = self._append_guard(req, plan)
+                touched = True
+                self._append(req, plan, run_id, generation, result, inserts)
+            else:
+                self._stage(req, config, analysis, plan, staging, result)
+                fail_point("after_staging")
+                touched = True
+                self._apply(req, config, plan, staging, run_id, result)
+            fail_point("before_cleanup")
+            store.finish(
+                model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
+                consumed=plan.pinned, generation=generation, action=plan.action,
+                now=current_time(),
+            )
+            result.duration_s = time.monotonic() - started
+            store.record(self._history_values(req, result, now, "success", ""))
+            if plan.action != REPLAY or config.unique_key:
+                self._run(f"DROP TABLE IF EXISTS {staging}")
+            fail_point("after_cleanup")
+        except BatchRefreshUserError as exc:
+            store.release(req.model_id, run_id, "merging" if touched else "idle", f"error: {exc}", current_time())
+            raise
+        except Exception as exc:
+            phase = "merging" if touched else "idle"
+            store.release(req.model_id, run_id, phase, f"error: {exc}", current_time())
+            raise BatchRefreshRuntimeError(
+                f"batch_refresh model '{req.model}': {plan.action} failed: {exc}\n"
+                + ("The refresh is recorded as interrupted; the next `dbt run` resumes it with "
+                   "the same pinned upstream versions." if touched else
+                   "The target was not touched; the next `dbt run` starts the refresh again.")
+            ) from exc
+        return result
+
+    # ---------------------------------------------------------------- phases
+    def _check_lease(self, req: RefreshRequest, row: StateRow, now: datetime) -> None:
+        if row.lease_until is not None and row.lease_until > now:
+            raise _lease_error(req, row)
+
+    def _validate_backfill(self, req: RefreshRequest, config: BatchRefreshConfig,
+                           analysis: sa.Analysis) -> None:
+        delta_upstreams = [u for u in analysis.upstreams if self.latest_point(u) is not None]
+        missing = self._cdf_missing(delta_upstreams) if config.refresh_mode != "full" else []
+        if missing:
+            raise BatchRefreshUserError(
+                req.model,
+                "upstream Delta tables have no Change Data Feed, so changes cannot be replayed",
+                [f"{u}: run  ALTER TABLE {u} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+                 for u in missing]
+                + ["or set refresh_mode='full' to recompute the model on every refresh."],
+            )
+        if analysis.shape != "rowwise" and config.refresh_mode == "auto":
+            logger.info(f"batch_refresh model '{req.model}' will refresh by full recompute: "
+                        f"the model {analysis.reason}")
+
+    def _stage(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
+               plan: Plan, staging: str, result: RefreshResult) -> None:
+        pinned = plan.versions_to()
+        model_sql = sa.pin_versions(req.sql, pinned) if analysis.shape != "unparsed" else req.sql
+        if plan.action == REPLAY:
+            parts = []
+            for upstream, point in plan.pinned.items():
+                start = plan.consumed[upstream].version + 1
+                if start > point.version:
+                    continue
+                parts.append(sa.over_changes(req.sql, upstream, start, point.version, pinned=pinned))
+            affected = "\nUNION ALL\n".join(
+                f"SELECT {', '.join(sqlgen.q(k) for k in config.unique_key)} FROM ({p}) _br_u{i}"
+                for i, p in enumerate(parts)
+            )
+            select = sqlgen.staging_affected(model_sql, affected, config.unique_key)
+        else:
+            select = sqlgen.staging_full(model_sql, config.unique_key)
+        fail_point("during_staging")
+        self._run(
+            f"CREATE OR REPLACE TABLE {staging} USING delta "
+            f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS\n{select}"
+        )
+        if config.unique_key:
+            self._check_keys(req, config, staging, result)
+        else:
+            rows = self._fetch(f"SELECT count(*) AS staged FROM {staging}")
+            result.staged_rows = int(rows[0]["staged"])
+
+    def _check_keys(self, req: RefreshRequest, config: BatchRefreshConfig, staging: str,
+                    result: RefreshResult) -> None:
+        quality = self._fetch(sqlgen.key_quality(staging, config.unique_key))[0]
+        result.staged_rows = int(quality["staged"])
+        key = ", ".join(config.unique_key)
+        problems = []
+        if int(quality["null_keys"]):
+            problems.append(f"{quality['null_keys']} output rows have a NULL in unique_key ({key}).")
+        if int(quality["staged"]) - int(quality["null_keys"]) != int(quality["distinct_keys"]):
+            examples = self._fetch(sqlgen.duplicate_examples(staging, config.unique_key))
+            shown = "; ".join(
+                "(" + ", ".join(str(v) for k, v in ex.items() if k != "n") + f") x{ex['n']}"
+                for ex in examples
+            )
+            problems.append(f"unique_key ({key}) is not unique in the model output: {shown}.")
+        if problems:
+            self._run(f"DROP TABLE IF EXISTS {staging}")
+            raise BatchRefreshUserError(
+                req.model, "bad unique_key; the target was not touched",
+                problems + ["Fix: choose a unique_key that identifies one output row, or "
+                            "de-duplicate / filter NULL keys in the model."],
+            )
+
+    def _apply(self, req: RefreshRequest, config: BatchRefreshConfig, plan: Plan, staging: str,
+               run_id: str, result: RefreshResult) -> None:
+        columns = sqlgen.model_columns(self._columns(staging))
+        with self._tagged(run_id, plan):
+            if plan.action == BACKFILL:
+                if req.target_kind == "other":
+                    self._run(f"DROP TABLE IF EXISTS {req.target}")
+                    self._run(f"DROP VIEW IF EXISTS {req.target}")
+                props = {
+                    "delta.enableChangeDataFeed": "true",
+                    "delta.enableDeletionVectors": "true",
+                    **config.tblproperties,
+                }
+                cols = ", ".join(sqlgen.q(c) for c in columns)
+                self._run(
+                    f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
+                    f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staging}"
+                )
+                result.rows_inserted = result.staged_rows
+            elif config.unique_key:
+                merged = self._fetch(
+                    sqlgen.merge_staging(req.target, staging, config.unique_key, columns,
+                                         delete_missing=plan.action == FULL)
+                )
+                _count_merge(merged, result)
+            else:
+                # Full recompute of a model without a key: overwrite keeps the table's identity.
+                cols = ", ".join(sqlgen.q(c) for c in columns)
+                self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staging}")
+                result.rows_inserted = result.staged_rows
+
+    def _append_guard(self, req: RefreshRequest, plan: Plan) -> int:
+        """Keyless row-wise model: only inserts upstream can be replayed (as an append)."""
+        (upstream, point), = plan.pinned.items()
+        start = plan.consumed[upstream].version + 1
+        counts = self._fetch(
+            f"SELECT count(*) AS changes, coalesce(sum(CASE WHEN _change_type <> 'insert' THEN 1 "
+            f"ELSE 0 END), 0) AS non_inserts FROM table_changes('{upstream}', {start}, {point.version})"
+        )[0]
+        if int(counts["non_inserts"]):
+            raise BatchRefreshUserError(
+                req.model,
+                f"upstream {upstream} has {counts['non_inserts']} updated or deleted rows in "
+                f"v{start}..v{point.version}, and the model has no unique_key to apply them by",
+                ["Fix: set unique_key to the column(s) identifying an output row, or set "
+                 "refresh_mode='full' to recompute the model on every refresh."],
+            )
+        return int(counts["changes"])
+
+    def _append(self, req: RefreshRequest, plan: Plan, run_id: str, generation: str,
+                result: RefreshResult, inserts: int) -> None:
+        (upstream, point), = plan.pinned.items()
+        start = plan.consumed[upstream].version + 1
+        columns = self._columns(req.target)
+        cols = ", ".join(sqlgen.q(c) for c in columns)
+        body = sa.over_changes(req.sql, upstream, start, point.version, change_types=("insert",))
+        with self._tagged(run_id, plan, txn=(f"batch_refresh:{req.model_id}:{generation}", point.version)):
+            rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM ({body}) _br_a")
+        if rows and rows[0].get("num_inserted_rows") is not None:
+            result.rows_inserted = int(rows[0]["num_inserted_rows"])
+        else:
+            result.rows_inserted = self._last_commit_metric(req.target, "numOutputRows")
+        result.staged_rows = inserts
+
+    # ---------------------------------------------------------------- helpers
+    def _last_commit_metric(self, relation: str, metric: str) -> int:
+        rows = self._fetch(f"DESCRIBE HISTORY {relation} LIMIT 1")
+        metrics = rows[0].get("operationMetrics") if rows else None
+        if isinstance(metrics, Mapping):
+            return int(metrics.get(metric) or 0)
+        return 0
+
+    def _columns(self, relation: str) -> List[str]:
+        return list(self._describe_columns(f"SELECT * FROM {relation} LIMIT 0"))
+
+    def _describe_columns(self, sql: str) -> List[str]:
+        rows = self._fetch(f"DESCRIBE QUERY {sql}")
+        return [r["col_name"] for r in rows]
+
+    def _tagged(self, run_id: str, plan: Plan, txn: Optional[tuple[str, int]] = None) -> "_SessionConfs":
+        confs = {
+            "spark.databricks.delta.commitInfo.userMetadata": json.dumps(
+                {"batch_refresh_run": run_id, "action": plan.action, "to": plan.versions_to()},
+                sort_keys=True,
+            )
+        }
+        if txn:
+            confs["spark.databricks.delta.write.txnAppId"] = txn[0]
+            confs["spark.databricks.delta.write.txnVersion"] = str(txn[1])
+        return _SessionConfs(self._run, confs)
+
+    def _history_values(self, req: RefreshRequest, result: RefreshResult, started: datetime,
+                        outcome: str, message: str) -> Dict[str, Any]:
+        return {
+            "run_id": result.run_id, "model_id": req.model_id, "relation": req.target,
+            "action": ("resume:" if result.resumed else "") + result.action, "mode": result.mode,
+            "reason": result.reason if not result.fallback_reason
+            else f"{result.reason}; fallback: {result.fallback_reason}",
+            "versions_from": json.dumps(result.versions_from, sort_keys=True),
+            "versions_to": json.dumps(result.versions_to, sort_keys=True),
+            "rows_inserted": result.rows_inserted, "rows_updated": result.rows_updated,
+            "rows_deleted": result.rows_deleted, "staged_rows": result.staged_rows,
+            "started_at": started, "finished_at": current_time(),
+            "duration_s": round(result.duration_s, 3), "outcome": outcome, "message": message,
+        }
+
+
+class _SessionConfs:
+    """SET session confs for the statements inside, RESET them after (also on error)."""
+
+    def __init__(self, run: Run, confs: Mapping[str, str]) -> None:
+        self._run = run
+        self._confs = confs
+
+    def __enter__(self) -> None:
+        for key, value in self._confs.items():
+            self._run(f"SET {key}={value}")
+
+    def __exit__(self, *exc: Any) -> None:
+        for key in self._confs:
+            self._run(f"RESET {key}")
+
+
+def _cdf_on(props: Any) -> bool:
+    """`properties` of DESCRIBE DETAIL: a map (session) or its text form (Thrift)."""
+    if isinstance(props, Mapping):
+        return str(props.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+    text = str(props).replace(" ", "").lower()
+    return any(f"delta.enablechangedatafeed{sep}true" in text for sep in ("->", "=", "':'", '":"'))
+
+
+def _count_merge(rows: List[Dict[str, Any]], result: RefreshResult) -> None:
+    if not rows:
+        return
+    r = rows[0]
+    result.rows_inserted = int(r.get("num_inserted_rows") or 0)
+    result.rows_updated = int(r.get("num_updated_rows") or 0)
+    result.rows_deleted = int(r.get("num_deleted_rows") or 0)
+
+
+def _plan_to_json(plan: Plan) -> Dict[str, Any]:
+    return {
+        "action": plan.action, "reason": plan.reason, "mode": plan.mode,
+        "pinned": json.loads(points_json(plan.pinned)),
+        "consumed": json.loads(points_json(plan.consumed)),
+        "fallback_reason": plan.fallback_reason,
+    }
+
+
+def _plan_from_json(data: Mapping[str, Any]) -> Plan:
+    return Plan(
+        action=data["action"], reason=data["reason"], mode=data["mode"],
+        pinned=points_from_json(json.dumps(data["pinned"])),
+        consumed=points_from_json(json.dumps(data["consumed"])),
+        fallback_reason=data.get("fallback_reason"),
+    )
+
+
+def _lease_error(req: RefreshRequest, row: Optional[StateRow]) -> BatchRefreshLeaseError:
+    if row is None:
+        return BatchRefreshLeaseError(
+            f"batch_refresh model '{req.model}': another run took the refresh lease first."
+        )
+    return BatchRefreshLeaseError(
+        f"batch_refresh model '{req.model}': another refresh holds the lease "
+        f"(run {row.run_id} by {row.lease_holder}, phase {row.phase}, since {row.lease_since}, "
+        f"until {row.lease_until}). Nothing was changed. Wait for it to finish; if that run is "
+        f"dead, the next run after {row.lease_until} resumes it, or clear the lease now with "
+        f"`dbt run-operation batch_refresh_unlock --args '{{model: {req.model}, force: true}}'`."
+    )

@@ -1,0 +1,169 @@
+"""Deciding what one run of one model does (pure: no I/O, unit-tested without Spark)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Dict, Mapping, Optional
+
+from dbt.adapters.spark_batch_refresh.analysis import Analysis
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+
+SKIP = "skip"  # gate closed: upstreams moved, but not far enough yet
+NOOP = "noop"  # nothing moved upstream
+BACKFILL = "backfill"
+REPLAY = "replay"  # affected-key recompute from the change feed (or append, for keyless models)
+FULL = "full"  # recompute everything at the pinned versions, merge the difference
+WRITING_ACTIONS = (BACKFILL, REPLAY, FULL)
+
+
+@dataclass(frozen=True)
+class UpstreamPoint:
+    """A version of an upstream Delta table and when it was committed."""
+
+    version: int
+    timestamp: datetime
+
+    def to_json(self) -> Dict[str, object]:
+        return {"version": self.version, "timestamp": self.timestamp.isoformat()}
+
+    @staticmethod
+    def from_json(data: Mapping[str, object]) -> "UpstreamPoint":
+        return UpstreamPoint(int(data["version"]), datetime.fromisoformat(str(data["timestamp"])))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """The refresh-state row of one model, as far as planning needs it."""
+
+    fingerprint: str
+    consumed: Mapping[str, UpstreamPoint]
+    phase: str = "idle"
+    last_refresh_at: Optional[datetime] = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: str
+    reason: str
+    mode: str  # "incremental" | "full" | "none"
+    pinned: Mapping[str, UpstreamPoint] = field(default_factory=dict)
+    consumed: Mapping[str, UpstreamPoint] = field(default_factory=dict)
+    next_due: Optional[datetime] = None
+    fallback_reason: Optional[str] = None
+
+    @property
+    def writes(self) -> bool:
+        return self.action in WRITING_ACTIONS
+
+    def versions_from(self) -> Dict[str, int]:
+        return {u: p.version for u, p in self.consumed.items()}
+
+    def versions_to(self) -> Dict[str, int]:
+        return {u: p.version for u, p in self.pinned.items()}
+
+
+def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
+                non_delta: tuple[str, ...]) -> tuple[str, Optional[str]]:
+    """(mode, fallback reason): how changes will be applied when the model refreshes."""
+    if config.refresh_mode == "full":
+        return "full", "refresh_mode='full'"
+    blocker: Optional[str] = None
+    if non_delta:
+        blocker = f"upstream {', '.join(non_delta)} is not a Delta table (no change feed)"
+    elif not analysis.rowwise:
+        blocker = f"the model {analysis.reason}"
+    if blocker is None:
+        return "incremental", None
+    if config.refresh_mode == "incremental":
+        raise BatchRefreshUserError(
+            model,
+            "refresh_mode='incremental' but the model cannot replay incrementally",
+            [f"{blocker}.",
+             "Fix: use refresh_mode='auto' (falls back to a full recompute) or 'full'."],
+        )
+    return "full", blocker
+
+
+def plan_run(
+    *,
+    model: str,
+    config: BatchRefreshConfig,
+    analysis: Analysis,
+    fingerprint: str,
+    state: Optional[ModelState],
+    latest: Mapping[str, Optional[UpstreamPoint]],
+    target_exists: bool,
+    full_refresh: bool,
+    force: bool,
+    now: datetime,
+) -> Plan:
+    non_delta = tuple(sorted(u for u, p in latest.items() if p is None))
+    mode, fallback = choose_mode(model, config, analysis, non_delta)
+    pinned = {u: p for u, p in latest.items() if p is not None}
+
+    def backfill(reason: str) -> Plan:
+        return Plan(BACKFILL, reason, "full", pinned=pinned, fallback_reason=fallback)
+
+    if full_refresh:
+        return backfill("--full-refresh")
+    if state is None:
+        return backfill("first run")
+    if not target_exists:
+        return backfill("target table is missing")
+    if state.fingerprint != fingerprint:
+        if config.on_model_change == "fail":
+            raise BatchRefreshUserError(
+                model,
+                "the model changed since its last build (SQL, unique_key or result configs)",
+                ["on_model_change='fail' keeps the target as it is.",
+                 "Fix: run with --full-refresh to rebuild it, or set on_model_change='rebuild'."],
+            )
+        return backfill("model changed since the last build")
+    for upstream, point in pinned.items():
+        seen = state.consumed.get(upstream)
+        if seen is None:
+            return backfill(f"new upstream {upstream}")
+        if point.version < seen.version:
+            return backfill(
+                f"upstream {upstream} went back from v{seen.version} to v{point.version} "
+                f"(dropped and recreated?)"
+            )
+
+    consumed = {u: state.consumed[u] for u in pinned}
+    moved = {u: p for u, p in pinned.items() if p.version > consumed[u].version}
+    if non_delta:
+        # No versions to compare: every run recomputes, the interval still gates.
+        moved_since = state.last_refresh_at or now
+        due = _due(config, [moved_since], now)
+        if due is not None and not force:
+            return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
+        return Plan(FULL, f"upstream {', '.join(non_delta)} has no versions to compare",
+                    mode, pinned=pinned, consumed=consumed, fallback_reason=fallback)
+    if not moved:
+        return Plan(NOOP, "no upstream changed", "none", consumed=consumed)
+    due = _due(config, [consumed[u].timestamp for u in moved], now)
+    if due is not None and not force:
+        return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
+    action = REPLAY if mode == "incremental" else FULL
+    summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
+    return Plan(action, f"upstream moved: {summary}", mode, pinned=pinned, consumed=consumed,
+                fallback_reason=fallback)
+
+
+def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: datetime) -> Optional[datetime]:
+    """When the gate opens, or None if it is open now.
+
+    The target reflects its upstreams as of the consumed commits; it is refreshed once the
+    oldest consumed commit among the moved upstreams is `refresh_interval` old (a target lag).
+    """
+    if config.refresh_interval_s is None or not consumed_times:
+        return None
+    opens_at = min(consumed_times) + timedelta(seconds=config.refresh_interval_s)
+    return None if now >= opens_at else opens_at
+
+
+def _skip_reason(config: BatchRefreshConfig, due: datetime) -> str:
+    interval = format_duration(config.refresh_interval_s or 0)
+    return f"gate closed (refresh_interval {interval}); next due {due.isoformat(sep=' ', timespec='seconds')}"

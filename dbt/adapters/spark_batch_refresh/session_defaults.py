@@ -1,0 +1,86 @@
+"""Spark confs for the embedded (`method: session`) Spark, computed without touching Spark.
+
+Static confs (jars, extensions, catalog, warehouse, metastore) only take effect when the first
+SparkSession of the process is created, so they are applied once, before dbt-spark's cursor ever
+calls `getOrCreate()`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Dict, List, Mapping, Optional
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+JARS_ENV = "BATCH_REFRESH_DELTA_JARS"
+PACKAGE_ENV = "BATCH_REFRESH_DELTA_PACKAGE"
+
+
+def delta_maven_coordinate() -> str:
+    """The Delta jar matching the installed pyspark and delta-spark wheels."""
+    spark_version = metadata.version("pyspark")
+    delta_version = metadata.version("delta-spark")
+    spark_minor = ".".join(spark_version.split(".")[:2])
+    return f"io.delta:delta-spark_{spark_minor}_2.13:{delta_version}"
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What the profile says about the embedded session (all optional)."""
+
+    session_dir: str = ".batch_refresh"
+    delta_jars: Optional[List[str]] = None
+    delta_package: Optional[str] = None
+    user_confs: Mapping[str, str] = field(default_factory=dict)
+
+
+def _jar_confs(settings: SessionSettings, env: Mapping[str, str]) -> Dict[str, str]:
+    # Precedence: explicit jar paths (air-gapped machines) > explicit coordinate > the
+    # coordinate matching the installed wheels, resolved by Spark's Ivy from Maven Central
+    # once and then from the Ivy cache offline.
+    jars = list(settings.delta_jars or [])
+    if not jars and env.get(JARS_ENV):
+        jars = [p for p in env[JARS_ENV].split(",") if p]
+    if jars:
+        return {"spark.jars": ",".join(os.path.abspath(os.path.expanduser(j)) for j in jars)}
+    package = settings.delta_package or env.get(PACKAGE_ENV) or delta_maven_coordinate()
+    return {"spark.jars.packages": package}
+
+
+def embedded_confs(
+    settings: SessionSettings, cwd: str, env: Optional[Mapping[str, str]] = None
+) -> Dict[str, str]:
+    """Builder confs for the embedded session; the user's `server_side_parameters` win."""
+    env = os.environ if env is None else env
+    base = os.path.abspath(os.path.join(cwd, os.path.expanduser(settings.session_dir)))
+    metastore = os.path.join(base, "metastore_db")
+    confs: Dict[str, str] = {
+        "spark.master": "local[*]",
+        "spark.app.name": "dbt-spark-batch-refresh",
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.warehouse.dir": os.path.join(base, "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore};create=true"
+        ),
+        # derby.log lands in derby.system.home rather than in the caller's cwd.
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={base}",
+        # Tables created without USING become Delta, and every Delta table created here has
+        # its change feed on, so seeds and plain `table` models are valid upstreams.
+        "spark.sql.sources.default": "delta",
+        "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
+        # Local-sized defaults: 200 shuffle partitions cost more than they give on a laptop.
+        "spark.sql.shuffle.partitions": "8",
+        # Delta rebuilds table snapshots with 50 partitions by default; on a few local cores
+        # that costs seconds per statement on small tables (measured 9 s -> 2.5 s per MERGE).
+        "spark.databricks.delta.snapshotPartitions": "4",
+        "spark.driver.memory": "4g",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    confs.update(_jar_confs(settings, env))
+    confs.update({str(k): str(v) for k, v in settings.user_confs.items()})
+    return confs
+

@@ -1,0 +1,117 @@
+"""SQL text for staging, merging and the state tables (pure string building)."""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Mapping, Optional, Sequence
+
+PRESENT = "_br_present"
+KEY_PREFIX = "_br_k_"
+
+
+def lit(value: Optional[object]) -> str:
+    """A Spark SQL literal (strings escaped for Spark's backslash-escaping parser)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value).replace("\\", "\\\\").replace("'", "\\'")
+    return f"'{text}'"
+
+
+def q(name: str) -> str:
+    return f"`{name}`"
+
+
+def key_aliases(unique_key: Sequence[str]) -> List[str]:
+    return [f"{KEY_PREFIX}{i}" for i in range(len(unique_key))]
+
+
+def staging_full(model_sql: str, unique_key: Sequence[str]) -> str:
+    """Every row of the model at the pinned versions (backfill and full recompute)."""
+    keys = ", ".join(f"_br_m.{q(k)} AS {a}" for k, a in zip(unique_key, key_aliases(unique_key)))
+    extra = f", {keys}" if keys else ""
+    return f"SELECT _br_m.*, true AS {PRESENT}{extra} FROM (\n{model_sql}\n) _br_m"
+
+
+def staging_affected(model_sql: str, affected_sql: str, unique_key: Sequence[str]) -> str:
+    """Recomputed rows for the affected keys, plus a tombstone for each key left with no row.
+
+    The key restriction is an IN-subquery on the model's output; Spark turns it into a
+    left-semi join and pushes it below projections and filters into the upstream scan.
+    """
+    cols = ", ".join(q(k) for k in unique_key)
+    tuple_cols = f"({cols})" if len(unique_key) > 1 else cols
+    aliases = key_aliases(unique_key)
+    on = " AND ".join(f"_br_a.{q(k)} <=> _br_r.{q(k)}" for k in unique_key)
+    keys = ", ".join(f"_br_a.{q(k)} AS {a}" for k, a in zip(unique_key, aliases))
+    return (
+        f"WITH _br_affected AS (\n  SELECT DISTINCT {cols} FROM (\n{affected_sql}\n  ) _br_c\n),\n"
+        f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
+        f"  WHERE {tuple_cols} IN (SELECT {cols} FROM _br_affected)\n)\n"
+        f"SELECT _br_r.*, {keys}\nFROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON {on}"
+    )
+
+
+def key_quality(staging: str, unique_key: Sequence[str]) -> str:
+    aliases = key_aliases(unique_key)
+    null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
+    return (
+        f"SELECT count(*) AS staged, count(DISTINCT {', '.join(aliases)}) AS distinct_keys, "
+        f"coalesce(sum(CASE WHEN {null_test} THEN 1 ELSE 0 END), 0) AS null_keys, "
+        f"coalesce(sum(CASE WHEN {PRESENT} IS NULL THEN 1 ELSE 0 END), 0) AS tombstones "
+        f"FROM {staging}"
+    )
+
+
+def duplicate_examples(staging: str, unique_key: Sequence[str], limit: int = 5) -> str:
+    aliases = key_aliases(unique_key)
+    return (
+        f"SELECT {', '.join(aliases)}, count(*) AS n FROM {staging} WHERE {PRESENT} "
+        f"GROUP BY {', '.join(aliases)} HAVING count(*) > 1 ORDER BY n DESC LIMIT {limit}"
+    )
+
+
+def merge_staging(
+    target: str,
+    staging: str,
+    unique_key: Sequence[str],
+    columns: Sequence[str],
+    delete_missing: bool,
+) -> str:
+    """Apply staging: delete tombstones, update only rows whose values changed, insert new.
+
+    Rows whose values are equal are left alone so the target's own change feed carries only
+    real changes for downstream models. `delete_missing` (full recompute) also deletes target
+    rows the recompute no longer produces.
+    """
+    aliases = key_aliases(unique_key)
+    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
+    non_key = [c for c in columns if c not in unique_key]
+    changed = " OR ".join(f"NOT (t.{q(c)} <=> s.{q(c)})" for c in non_key) or "false"
+    update_set = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in non_key)
+    insert_cols = ", ".join(q(c) for c in columns)
+    insert_vals = ", ".join(f"s.{q(c)}" for c in columns)
+    clauses = [
+        f"WHEN MATCHED AND s.{PRESENT} IS NULL THEN DELETE",
+    ]
+    if non_key:
+        clauses.append(f"WHEN MATCHED AND ({changed}) THEN UPDATE SET {update_set}")
+    clauses.append(
+        f"WHEN NOT MATCHED AND s.{PRESENT} IS NOT NULL THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
+    )
+    if delete_missing:
+        clauses.append("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    return f"MERGE INTO {target} t\nUSING {staging} s\nON {on}\n" + "\n".join(clauses)
+
+
+def model_columns(staging_columns: Iterable[str]) -> List[str]:
+    return [c for c in staging_columns if c != PRESENT and not c.startswith(KEY_PREFIX)]
+
+
+def tblproperties(props: Mapping[str, str]) -> str:
+    if not props:
+        return ""
+    body = ", ".join(f"{lit(k)} = {lit(v)}" for k, v in props.items())
+    return f"TBLPROPERTIES ({body})"

@@ -1,0 +1,194 @@
+"""The refresh-state and history tables (Delta), read and written through the dbt connection."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.sqlgen import lit
+
+STATE_TABLE = "batch_refresh_state"
+HISTORY_TABLE = "batch_refresh_history"
+
+Fetch = Callable[[str], List[Dict[str, Any]]]
+Run = Callable[[str], None]
+
+_STATE_COLUMNS = """
+  model_id STRING, relation STRING, phase STRING, fingerprint STRING, consumed STRING,
+  plan STRING, run_id STRING, lease_holder STRING, lease_since TIMESTAMP,
+  lease_until TIMESTAMP, generation STRING, last_refresh_at TIMESTAMP, last_action STRING,
+  last_outcome STRING, updated_at TIMESTAMP"""
+_HISTORY_COLUMNS = """
+  run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
+  reason STRING, versions_from STRING, versions_to STRING, rows_inserted BIGINT,
+  rows_updated BIGINT, rows_deleted BIGINT, staged_rows BIGINT, started_at TIMESTAMP,
+  finished_at TIMESTAMP, duration_s DOUBLE, outcome STRING, message STRING"""
+# Bookkeeping tables do not need a change feed; keep them small and cheap to update.
+_PROPS = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
+
+
+def ts(value: Optional[datetime]) -> str:
+    return "NULL" if value is None else f"TIMESTAMP {lit(value.isoformat(sep=' '))}"
+
+
+def points_json(points: Mapping[str, UpstreamPoint]) -> str:
+    return json.dumps({u: p.to_json() for u, p in sorted(points.items())})
+
+
+def points_from_json(text: Optional[str]) -> Dict[str, UpstreamPoint]:
+    if not text:
+        return {}
+    return {u: UpstreamPoint.from_json(p) for u, p in json.loads(text).items()}
+
+
+@dataclass(frozen=True)
+class StateRow:
+    model_id: str
+    phase: str
+    fingerprint: str
+    consumed: Dict[str, UpstreamPoint]
+    plan: Optional[Dict[str, Any]]
+    run_id: Optional[str]
+    lease_holder: Optional[str]
+    lease_since: Optional[datetime]
+    lease_until: Optional[datetime]
+    generation: Optional[str]
+    last_refresh_at: Optional[datetime]
+
+    def model_state(self) -> ModelState:
+        return ModelState(self.fingerprint, self.consumed, self.phase, self.last_refresh_at)
+
+
+class StateStore:
+    def __init__(self, schema: str, fetch: Fetch, run: Run) -> None:
+        self.schema = schema
+        self.state = f"{schema}.{STATE_TABLE}"
+        self.history = f"{schema}.{HISTORY_TABLE}"
+        self._fetch = fetch
+        self._run = run
+
+    _ensured: set[str] = set()  # per process: the DDL below is idempotent but not free
+
+    def ensure(self) -> None:
+        if self.schema in StateStore._ensured:
+            return
+        self._run(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
+        self._run(f"CREATE TABLE IF NOT EXISTS {self.state} ({_STATE_COLUMNS}) USING delta {_PROPS}")
+        self._run(
+            f"CREATE TABLE IF NOT EXISTS {self.history} ({_HISTORY_COLUMNS}) USING delta {_PROPS}"
+        )
+        StateStore._ensured.add(self.schema)
+
+    def read(self, model_id: str) -> Optional[StateRow]:
+        rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
+        if not rows:
+            return None
+        r = rows[0]
+        return StateRow(
+            model_id=r["model_id"],
+            phase=r["phase"] or "idle",
+            fingerprint=r["fingerprint"] or "",
+            consumed=points_from_json(r["consumed"]),
+            plan=json.loads(r["plan"]) if r["plan"] else None,
+            run_id=r["run_id"],
+            lease_holder=r["lease_holder"],
+            lease_since=r["lease_since"],
+            lease_until=r["lease_until"],
+            generation=r["generation"],
+            last_refresh_at=r["last_refresh_at"],
+        )
+
+    def take_lease(
+        self,
+        *,
+        model_id: str,
+        relation: str,
+        seen: Optional[StateRow],
+        run_id: str,
+        holder: str,
+        now: datetime,
+        until: datetime,
+        plan: Mapping[str, Any],
+    ) -> bool:
+        """Compare-and-set on the state row: True if this run now holds the lease.
+
+        The row must still be what this run read (same run id and phase), so of two runs
+        that read the same row only one wins; Delta's conflict detection makes the loser's
+        MERGE either fail or match nothing.
+        """
+        if seen is None:
+            guard = "false"
+        else:
+            guard = f"t.run_id <=> {lit(seen.run_id)} AND t.phase = {lit(seen.phase)}"
+        source = (
+            f"SELECT {lit(model_id)} AS model_id, {lit(relation)} AS relation, "
+            f"{lit(run_id)} AS run_id, {lit(holder)} AS lease_holder, "
+            f"{ts(now)} AS lease_since, {ts(until)} AS lease_until, "
+            f"{lit(json.dumps(plan))} AS plan"
+        )
+        sql = (
+            f"MERGE INTO {self.state} t USING ({source}) s ON t.model_id = s.model_id\n"
+            f"WHEN MATCHED AND {guard} THEN UPDATE SET phase = 'refreshing', run_id = s.run_id, "
+            f"lease_holder = s.lease_holder, lease_since = s.lease_since, "
+            f"lease_until = s.lease_until, plan = s.plan, relation = s.relation, "
+            f"updated_at = s.lease_since\n"
+            f"WHEN NOT MATCHED THEN INSERT (model_id, relation, phase, fingerprint, consumed, plan, "
+            f"run_id, lease_holder, lease_since, lease_until, updated_at) VALUES (s.model_id, "
+            f"s.relation, 'refreshing', NULL, NULL, s.plan, s.run_id, s.lease_holder, "
+            f"s.lease_since, s.lease_until, s.lease_since)"
+        )
+        result = self._fetch(sql)
+        affected = int(result[0].get("num_affected_rows", 0)) if result else 0
+        return affected == 1
+
+    def set_phase(self, model_id: str, run_id: str, phase: str, now: datetime) -> None:
+        self._run(
+            f"UPDATE {self.state} SET phase = {lit(phase)}, updated_at = {ts(now)} "
+            f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
+        )
+
+    def finish(
+        self,
+        *,
+        model_id: str,
+        run_id: str,
+        fingerprint: str,
+        consumed: Mapping[str, UpstreamPoint],
+        generation: str,
+        action: str,
+        now: datetime,
+    ) -> None:
+        self._run(
+            f"UPDATE {self.state} SET phase = 'idle', fingerprint = {lit(fingerprint)}, "
+            f"consumed = {lit(points_json(consumed))}, generation = {lit(generation)}, "
+            f"lease_holder = NULL, lease_until = NULL, plan = NULL, last_refresh_at = {ts(now)}, "
+            f"last_action = {lit(action)}, last_outcome = 'success', updated_at = {ts(now)} "
+            f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
+        )
+
+    def release(self, model_id: str, run_id: str, phase: str, outcome: str, now: datetime) -> None:
+        """Give the lease up after a failure: `idle` if the target was not touched yet."""
+        self._run(
+            f"UPDATE {self.state} SET phase = {lit(phase)}, lease_until = {ts(now)}, "
+            f"last_outcome = {lit(outcome[:2000])}, updated_at = {ts(now)}"
+            + (", plan = NULL, lease_holder = NULL" if phase == "idle" else "")
+            + f" WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
+        )
+
+    def unlock(self, model_id: str, now: datetime) -> int:
+        rows = self._fetch(
+            f"UPDATE {self.state} SET lease_until = {ts(now)}, updated_at = {ts(now)} "
+            f"WHERE model_id = {lit(model_id)}"
+        )
+        return int(rows[0].get("num_affected_rows", 0)) if rows else 0
+
+    def record(self, values: Mapping[str, Any]) -> None:
+        cols = [c.split()[0] for c in _HISTORY_COLUMNS.replace("\n", " ").split(",")]
+        rendered = []
+        for col in cols:
+            value = values.get(col)
+            rendered.append(ts(value) if isinstance(value, datetime) else lit(value))
+        self._run(f"INSERT INTO {self.history} ({', '.join(cols)}) VALUES ({', '.join(rendered)})")

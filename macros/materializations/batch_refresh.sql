@@ -1,0 +1,79 @@
+{#-
+  The batch_refresh materialization: hooks, grants and docs as dbt-spark's table
+  materialization does them; the refresh itself (plan, lease, stage, merge, state) is Python
+  (adapter.batch_refresh_run), so this file holds no refresh logic.
+-#}
+{% materialization batch_refresh, adapter='spark_batch_refresh', supported_languages=['sql'] %}
+  {%- set identifier = model['alias'] -%}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set existing = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
+  {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema,
+                                                database=database, type='table') -%}
+  {%- if existing is none -%}
+    {%- set target_kind = 'none' -%}
+  {%- elif existing.type == 'table' and existing.is_delta -%}
+    {%- set target_kind = 'delta' -%}
+  {%- else -%}
+    {%- set target_kind = 'other' -%}
+  {%- endif -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- set outcome = adapter.batch_refresh_run(
+        model=model['name'],
+        model_id=model['unique_id'],
+        target=target_relation.render(),
+        sql=compiled_code,
+        raw_config=spark_batch_refresh__raw_config(),
+        target_options=spark_batch_refresh__target_options(),
+        target_kind=target_kind,
+        state_schema=spark_batch_refresh__state_schema(),
+        full_refresh=should_full_refresh(),
+        force=var('batch_refresh_force', false)) -%}
+  {%- set response = outcome[0] -%}
+  {%- set result = outcome[1] -%}
+  {% do store_result('main', response=response) %}
+  {{ log("batch_refresh " ~ model['name'] ~ ": " ~ result['message'] ~ " (" ~ result['reason'] ~ ")", info=True) }}
+
+  {% if result['action'] in ('backfill', 'replay', 'full') %}
+    {% set should_revoke = should_revoke(existing, full_refresh_mode=(result['action'] == 'backfill')) %}
+    {% do apply_grants(target_relation, grant_config, should_revoke) %}
+    {% do persist_docs(target_relation, model) %}
+  {% endif %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmaterialization %}
+
+
+{% macro spark_batch_refresh__raw_config() -%}
+  {#- Only the configs the refresh logic reads; Python validates them all at once. -#}
+  {%- set raw = {} -%}
+  {%- for name in ['unique_key', 'refresh_interval', 'refresh_mode', 'on_model_change',
+                   'on_change_feed_gap', 'merge_chunk_rows', 'lease_timeout', 'file_format',
+                   'tblproperties'] -%}
+    {%- do raw.update({name: config.get(name)}) -%}
+  {%- endfor -%}
+  {{ return(raw) }}
+{%- endmacro %}
+
+
+{% macro spark_batch_refresh__target_options() -%}
+  {#- dbt-spark's own clauses, so partition_by, clustered_by, buckets, location_root and
+      persist_docs behave exactly as for its table materialization. -#}
+  {%- set clauses -%}
+    {{ options_clause() }}
+    {{ partition_cols(label="partitioned by") }}
+    {{ clustered_cols(label="clustered by") }}
+    {{ location_clause() }}
+    {{ comment_clause() }}
+  {%- endset -%}
+  {{ return(clauses | trim) }}
+{%- endmacro %}
+
+
+{% macro spark_batch_refresh__state_schema() -%}
+  {#- Refresh state lives beside the target schema, out of the project's docs catalog. -#}
+  {{ return(var('batch_refresh_state_schema', target.schema ~ '_batch_refresh')) }}
+{%- endmacro %}

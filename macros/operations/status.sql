@@ -1,0 +1,38 @@
+{#- dbt run-operation batch_refresh_status [--args '{history: 5}'] -#}
+{% macro batch_refresh_status(history=5) %}
+  {% if execute %}
+    {{ print(adapter.batch_refresh_status(spark_batch_refresh__state_schema(), history)) }}
+  {% endif %}
+{% endmacro %}
+
+
+{#- dbt run-operation batch_refresh_history: every recorded run, oldest first -#}
+{% macro batch_refresh_history() %}
+  {% if execute %}
+    {% set rows = adapter.batch_refresh_history(spark_batch_refresh__state_schema()) %}
+    {% for row in rows %}
+      {{ print(row['model_id'] ~ ' | ' ~ row['action'] ~ ' | ' ~ row['versions_from'] ~ ' -> '
+               ~ row['versions_to'] ~ ' | +' ~ row['rows_inserted'] ~ ' ~' ~ row['rows_updated']
+               ~ ' -' ~ row['rows_deleted'] ~ ' | ' ~ row['outcome']) }}
+    {% endfor %}
+  {% endif %}
+{% endmacro %}
+
+
+{#- dbt run-operation batch_refresh_unlock --args '{model: name, force: false}' -#}
+{% macro batch_refresh_unlock(model, force=false) %}
+  {% if execute %}
+    {% set node = spark_batch_refresh__find_model(model) %}
+    {{ print(adapter.batch_refresh_unlock(spark_batch_refresh__state_schema(), node.unique_id, force)) }}
+  {% endif %}
+{% endmacro %}
+
+
+{% macro spark_batch_refresh__find_model(name) %}
+  {% for node in graph.nodes.values() %}
+    {% if node.resource_type == 'model' and (node.name == name or node.unique_id == name) %}
+      {{ return(node) }}
+    {% endif %}
+  {% endfor %}
+  {{ exceptions.raise_compiler_error("batch_refresh: no model named '" ~ name ~ "' in this project. Fix: pass the model's name, e.g. --args '{model: my_model}'.") }}
+{% endmacro %}

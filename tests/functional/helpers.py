@@ -1,0 +1,76 @@
+"""Assertions shared by the functional tests: state, history and the correctness contract."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List
+
+from dbt.adapters.spark_batch_refresh.analysis import pin_versions
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+
+STATE_SUFFIX = "_batch_refresh"
+
+
+def rows(project: Any, sql: str) -> List[Dict[str, Any]]:
+    # The adapter's own fetch keeps Spark's values (maps, timestamps) instead of agate's text.
+    with project.adapter.connection_named("__test"):
+        return project.adapter._fetch_dicts(sql)
+
+
+def state(project: Any, model: str) -> Dict[str, Any]:
+    found = rows(
+        project,
+        f"select * from {project.test_schema}{STATE_SUFFIX}.batch_refresh_state "
+        f"where model_id = 'model.test.{model}'",
+    )
+    assert len(found) == 1, f"expected one state row for {model}, got {found}"
+    return found[0]
+
+
+def history(project: Any, model: str) -> List[Dict[str, Any]]:
+    return rows(
+        project,
+        f"select * from {project.test_schema}{STATE_SUFFIX}.batch_refresh_history "
+        f"where model_id = 'model.test.{model}' order by started_at, finished_at",
+    )
+
+
+def actions(project: Any, model: str) -> List[str]:
+    return [h["action"] for h in history(project, model)]
+
+
+def consumed_versions(project: Any, model: str) -> Dict[str, int]:
+    data = json.loads(state(project, model)["consumed"])
+    return {u: p["version"] for u, p in data.items()}
+
+
+def table_version(project: Any, relation: str) -> int:
+    return int(rows(project, f"describe history {relation} limit 1")[0]["version"])
+
+
+def compiled_sql(project: Any, model: str) -> str:
+    path = os.path.join(project.project_root, "target", "compiled", "test", "models", f"{model}.sql")
+    with open(path) as handle:
+        return handle.read()
+
+
+def assert_contract(project: Any, model: str) -> None:
+    """The target equals the model evaluated from scratch at the consumed upstream versions."""
+    expected = pin_versions(compiled_sql(project, model), consumed_versions(project, model))
+    target = f"{project.test_schema}.{model}"
+    missing = rows(project, f"select count(*) as n from ((({expected})) except all (select * from {target}))")
+    extra = rows(project, f"select count(*) as n from ((select * from {target}) except all ({expected}))")
+    assert (missing[0]["n"], extra[0]["n"]) == (0, 0), (
+        f"{model}: target differs from the from-scratch evaluation: "
+        f"{missing[0]['n']} rows missing, {extra[0]['n']} rows extra"
+    )
+
+
+def run_ok(args: List[str]) -> List[Any]:
+    return list(run_dbt(args))
+
+
+def run_fails(args: List[str]) -> str:
+    _, output = run_dbt_and_capture(args, expect_pass=False)
+    return output

@@ -1,0 +1,277 @@
+"""The batch_refresh materialization end to end on embedded Spark + Delta, dbt in-process."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.functional.helpers import (
+    actions,
+    assert_contract,
+    history,
+    rows,
+    run_fails,
+    run_ok,
+    state,
+    table_version,
+)
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: src_orders
+"""
+
+ROWWISE = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, customer, amount * 2 as amount2, upper(status) as status
+from {{ source('raw', 'src_orders') }}
+where status <> 'hidden'
+"""
+
+KEYLESS = """
+{{ config(materialized='batch_refresh') }}
+select id, amount from {{ source('raw', 'src_orders') }} where amount > 0
+"""
+
+CHAINED = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, customer, amount2 + 1 as amount3 from {{ ref('orders_rw') }} where status = 'OK'
+"""
+
+AGGREGATE = """
+{{ config(materialized='batch_refresh', unique_key='customer') }}
+select customer, count(*) as n, sum(amount2) as total from {{ ref('orders_rw') }} group by customer
+"""
+
+ALL = ["orders_rw", "orders_keyless", "orders_chained", "customer_totals"]
+
+
+def create_source(project, cdf: bool = True) -> str:
+    relation = f"{project.test_schema}.src_orders"
+    project.run_sql(
+        f"create table {relation} (id int, customer string, amount int, status string) using delta "
+        f"tblproperties (delta.enableChangeDataFeed = {'true' if cdf else 'false'})"
+    )
+    project.run_sql(
+        f"insert into {relation} values (1, 'a', 10, 'ok'), (2, 'a', 20, 'ok'), (3, 'b', 30, 'ok'),"
+        f" (4, 'b', 40, 'hidden'), (5, 'c', 50, 'ok'), (6, 'c', 60, 'ok')"
+    )
+    return relation
+
+
+class TestBackfillThenReplay:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "sources.yml": SOURCES,
+            "orders_rw.sql": ROWWISE,
+            "orders_keyless.sql": KEYLESS,
+            "orders_chained.sql": CHAINED,
+            "customer_totals.sql": AGGREGATE,
+        }
+
+    def test_lifecycle(self, project):
+        src = create_source(project)
+        schema = project.test_schema
+
+        # 1. first run: snapshot backfill of every model, target is Delta with CDF on
+        run_ok(["run"])
+        for model in ALL:
+            assert actions(project, model) == ["backfill"]
+            assert_contract(project, model)
+        detail = rows(project, f"describe detail {schema}.orders_rw")[0]
+        assert detail["format"] == "delta"
+        assert detail["properties"]["delta.enableChangeDataFeed"] == "true"
+
+        # 2. nothing changed upstream: a no-op that touches no target
+        versions = {m: table_version(project, f"{schema}.{m}") for m in ALL}
+        results = run_ok(["run"])
+        assert {r.adapter_response["action"] for r in results} == {"noop"}
+        assert versions == {m: table_version(project, f"{schema}.{m}") for m in ALL}
+        assert all(len(history(project, m)) == 1 for m in ALL)
+
+        # 3. inserts only: row-wise replay, keyless append, chained replay, aggregate recompute
+        project.run_sql(f"insert into {src} values (7, 'd', 70, 'ok'), (8, 'a', 80, 'hidden')")
+        run_ok(["run"])
+        assert actions(project, "orders_rw")[-1] == "replay"
+        assert actions(project, "orders_keyless")[-1] == "replay"
+        assert actions(project, "orders_chained")[-1] == "replay"
+        assert actions(project, "customer_totals")[-1] == "full"
+        for model in ALL:
+            assert_contract(project, model)
+        assert history(project, "orders_keyless")[-1]["rows_inserted"] == 2
+
+        # 4. updates, deletes, a key change, rows leaving and entering the filter
+        project.run_sql(f"update {src} set amount = amount + 1 where id = 1")
+        project.run_sql(f"delete from {src} where id = 2")
+        project.run_sql(f"update {src} set id = 30 where id = 3")
+        project.run_sql(f"update {src} set status = 'hidden' where id = 5")
+        project.run_sql(f"update {src} set status = 'ok' where id = 4")
+        run_ok(["run", "--exclude", "orders_keyless"])
+        last = history(project, "orders_rw")[-1]
+        assert last["action"] == "replay"
+        # only the touched keys were recomputed: 1, 2, 3, 30, 4, 5 (not 6, 7, 8)
+        assert last["staged_rows"] == 6
+        assert (last["rows_inserted"], last["rows_updated"], last["rows_deleted"]) == (2, 1, 3)
+        assert actions(project, "orders_chained")[-1] == "replay"
+        for model in ["orders_rw", "orders_chained", "customer_totals"]:
+            assert_contract(project, model)
+
+        # 5. the keyless model cannot apply updates/deletes: one clear error, target untouched
+        before = table_version(project, f"{schema}.orders_keyless")
+        output = run_fails(["run", "--select", "orders_keyless"])
+        assert "batch_refresh model 'orders_keyless'" in output
+        assert "unique_key" in output and "refresh_mode='full'" in output
+        assert "Traceback" not in output
+        assert table_version(project, f"{schema}.orders_keyless") == before
+        assert state(project, "orders_keyless")["phase"] == "idle"
+
+        # 6. --full-refresh: a new snapshot backfill, here the fix for the keyless model
+        run_ok(["run", "--full-refresh"])
+        for model in ALL:
+            assert actions(project, model)[-1] == "backfill"
+            assert_contract(project, model)
+
+
+GATED = """
+{{ config(materialized='batch_refresh', unique_key='id', refresh_interval='2h') }}
+select id, amount from {{ source('raw', 'src_orders') }}
+"""
+
+
+class TestIntervalGate:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "gated.sql": GATED}
+
+    def test_gate(self, project, monkeypatch):
+        src = create_source(project)
+        run_ok(["run"])
+        target = f"{project.test_schema}.gated"
+        version = table_version(project, target)
+
+        project.run_sql(f"insert into {src} values (9, 'z', 90, 'ok')")
+        # Clock just after the change: consumed data is younger than 2h, the gate stays closed.
+        results = run_ok(["run"])
+        response = results[0].adapter_response
+        assert response["action"] == "skip"
+        assert response["next_due"] is not None
+        assert "gate closed" in response["_message"] and "next due" in response["_message"]
+        assert table_version(project, target) == version
+        assert actions(project, "gated") == ["backfill"]
+
+        # batch_refresh_force bypasses the gate
+        run_ok(["run", "--vars", "{batch_refresh_force: true}"])
+        assert actions(project, "gated") == ["backfill", "replay"]
+        assert_contract(project, "gated")
+
+        # the gate opens once the consumed data is 2h old (a fixed clock, not a sleep)
+        project.run_sql(f"update {src} set amount = 0 where id = 1")
+        monkeypatch.setenv("BATCH_REFRESH_NOW", "2999-01-01T00:00:00")
+        run_ok(["run"])
+        assert actions(project, "gated") == ["backfill", "replay", "replay"]
+        assert_contract(project, "gated")
+
+
+class TestBadInput:
+    @pytest.fixture(scope="class")
+    def models(self):
+        base = "select id, amount from {{ source('raw', 'src_orders') }}"
+        return {
+            "sources.yml": SOURCES,
+            "bad_format.sql": "{{ config(materialized='batch_refresh', unique_key='id', file_format='parquet') }}\n" + base,
+            "bad_interval.sql": "{{ config(materialized='batch_refresh', unique_key='id', refresh_interval='soon') }}\n" + base,
+            "bad_mode.sql": "{{ config(materialized='batch_refresh', unique_key='id', refresh_mode='sometimes') }}\n" + base,
+            "bad_many.sql": "{{ config(materialized='batch_refresh', unique_key='id', refresh_mode='x', on_model_change='y') }}\n" + base,
+        }
+
+    @pytest.mark.parametrize(
+        "model, expected",
+        [
+            ("bad_format", ["`file_format` is 'parquet'", "file_format='delta'"]),
+            ("bad_interval", ["`refresh_interval` is 'soon'", "'15m'"]),
+            ("bad_mode", ["`refresh_mode` is 'sometimes'", "'auto', 'incremental', 'full'"]),
+            ("bad_many", ["`refresh_mode` is 'x'", "`on_model_change` is 'y'"]),
+        ],
+    )
+    def test_config_errors(self, project, model, expected):
+        if not rows(project, f"show tables in {project.test_schema} like 'src_orders'"):
+            create_source(project)
+        output = run_fails(["run", "--select", model])
+        assert f"batch_refresh model '{model}': invalid config" in output
+        for text in expected:
+            assert text in output
+        assert "Traceback" not in output
+        assert not rows(project, f"show tables in {project.test_schema} like '{model}'")
+
+
+class TestUpstreamWithoutChangeFeed:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "sources.yml": SOURCES,
+            "no_cdf.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
+            "select id, amount from {{ source('raw', 'src_orders') }}",
+        }
+
+    def test_error_prints_the_fix(self, project):
+        create_source(project, cdf=False)
+        output = run_fails(["run"])
+        assert "batch_refresh model 'no_cdf'" in output
+        assert (
+            f"ALTER TABLE {project.test_schema}.src_orders SET TBLPROPERTIES "
+            f"(delta.enableChangeDataFeed = true)" in output
+        )
+        assert not rows(project, f"show tables in {project.test_schema} like 'no_cdf'")
+
+
+DBT_SPARK_CONFIGS = """
+{{ config(
+    materialized='batch_refresh',
+    unique_key='id',
+    partition_by=['customer'],
+    tblproperties={'delta.appendOnly': 'false', 'my.owner': 'data-eng'},
+    location_root=var('location_root'),
+    persist_docs={'relation': true},
+    pre_hook="insert into {{ target.schema }}.hook_log values ('pre')",
+    post_hook="insert into {{ target.schema }}.hook_log values ('post')",
+) }}
+select id, customer, amount from {{ source('raw', 'src_orders') }}
+"""
+
+DOCS = """
+version: 2
+models:
+  - name: configured
+    description: "A batch_refresh model with dbt-spark configs"
+"""
+
+
+class TestDbtSparkConfigs:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "configured.sql": DBT_SPARK_CONFIGS, "docs.yml": DOCS}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self, tmp_path_factory):
+        return {"vars": {"location_root": str(tmp_path_factory.mktemp("locations"))}}
+
+    def test_configs_apply(self, project):
+        create_source(project)
+        project.run_sql(f"create table {project.test_schema}.hook_log (event string) using delta")
+        run_ok(["run"])
+        detail = rows(project, f"describe detail {project.test_schema}.configured")[0]
+        assert list(detail["partitionColumns"]) == ["customer"]
+        assert detail["properties"]["my.owner"] == "data-eng"
+        assert detail["properties"]["delta.enableChangeDataFeed"] == "true"
+        assert "locations" in detail["location"]
+        assert detail["description"] == "A batch_refresh model with dbt-spark configs"
+        events = sorted(r["event"] for r in rows(project, f"select * from {project.test_schema}.hook_log"))
+        assert events == ["post", "pre"]
+        project.run_sql(f"update {project.test_schema}.src_orders set amount = 1 where id = 1")
+        run_ok(["run"])
+        assert actions(project, "configured") == ["backfill", "replay"]
+        assert_contract(project, "configured")

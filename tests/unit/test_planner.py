@@ -1,0 +1,90 @@
+from datetime import datetime, timedelta
+
+import pytest
+
+from dbt.adapters.spark_batch_refresh.analysis import analyze
+from dbt.adapters.spark_batch_refresh.config import parse_config
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint, plan_run
+
+T0 = datetime(2026, 1, 1, 12, 0, 0)
+ROWWISE = analyze("select id, v from s.t where v > 0")
+JOIN = analyze("select a.id, b.v from s.t a join s.u b on a.id = b.id")
+
+
+def plan(state=None, latest=None, config=None, analysis=ROWWISE, now=T0, **kw):
+    return plan_run(
+        model="m", config=parse_config("m", config or {"unique_key": "id"}), analysis=analysis,
+        fingerprint="fp", state=state, latest=latest or {"s.t": UpstreamPoint(5, T0)},
+        target_exists=kw.get("target_exists", True), full_refresh=kw.get("full_refresh", False),
+        force=kw.get("force", False), now=now,
+    )
+
+
+def consumed(version=5, at=T0, fp="fp"):
+    return ModelState(fp, {"s.t": UpstreamPoint(version, at)})
+
+
+def test_first_run_backfills_at_latest():
+    p = plan()
+    assert p.action == "backfill" and p.versions_to() == {"s.t": 5}
+
+
+def test_noop_when_nothing_moved():
+    assert plan(consumed(5)).action == "noop"
+
+
+def test_replay_when_moved():
+    p = plan(consumed(3), latest={"s.t": UpstreamPoint(5, T0)})
+    assert p.action == "replay" and p.versions_from() == {"s.t": 3} and p.versions_to() == {"s.t": 5}
+
+
+def test_full_refresh_and_model_change_and_missing_target():
+    assert plan(consumed(5), full_refresh=True).action == "backfill"
+    assert plan(consumed(5, fp="old")).action == "backfill"
+    assert plan(consumed(5), target_exists=False).action == "backfill"
+
+
+def test_model_change_can_fail():
+    with pytest.raises(BatchRefreshUserError, match="on_model_change"):
+        plan(consumed(5, fp="old"), config={"unique_key": "id", "on_model_change": "fail"})
+
+
+def test_version_going_back_rebuilds():
+    p = plan(consumed(9), latest={"s.t": UpstreamPoint(2, T0)})
+    assert p.action == "backfill" and "went back" in p.reason
+
+
+def test_gate_closed_then_open():
+    cfg = {"unique_key": "id", "refresh_interval": "1h"}
+    closed = plan(consumed(3, at=T0), latest={"s.t": UpstreamPoint(5, T0 + timedelta(minutes=5))},
+                  config=cfg, now=T0 + timedelta(minutes=30))
+    assert closed.action == "skip" and closed.next_due == T0 + timedelta(hours=1)
+    opened = plan(consumed(3, at=T0), latest={"s.t": UpstreamPoint(5, T0)}, config=cfg,
+                  now=T0 + timedelta(hours=1))
+    assert opened.action == "replay"
+    forced = plan(consumed(3, at=T0), latest={"s.t": UpstreamPoint(5, T0)}, config=cfg,
+                  now=T0, force=True)
+    assert forced.action == "replay"
+
+
+def test_gate_does_not_open_without_change():
+    cfg = {"unique_key": "id", "refresh_interval": "1h"}
+    assert plan(consumed(5), config=cfg, now=T0 + timedelta(days=3)).action == "noop"
+
+
+def test_auto_falls_back_to_full_with_reason():
+    p = plan(ModelState("fp", {"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)}),
+             latest={"s.t": UpstreamPoint(2, T0), "s.u": UpstreamPoint(1, T0)}, analysis=JOIN)
+    assert p.action == "full" and "2 upstream" in p.fallback_reason
+
+
+def test_incremental_mode_refuses_unsound_model():
+    with pytest.raises(BatchRefreshUserError, match="refresh_mode='incremental'"):
+        plan(analysis=JOIN, latest={"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)},
+             config={"unique_key": "id", "refresh_mode": "incremental"})
+
+
+def test_non_delta_upstream_always_recomputes():
+    p = plan(ModelState("fp", {}), latest={"s.t": None})
+    assert p.action == "full" and "not a Delta table" in p.fallback_reason

@@ -1,0 +1,44 @@
+from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.session_defaults import SessionSettings, embedded_confs
+
+
+def test_literal_escaping():
+    assert sqlgen.lit("it's") == "'it\\'s'"
+    assert sqlgen.lit(None) == "NULL" and sqlgen.lit(3) == "3" and sqlgen.lit(True) == "true"
+
+
+def test_merge_updates_only_changed_rows():
+    sql = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "v", "w"], delete_missing=False)
+    assert "WHEN MATCHED AND s._br_present IS NULL THEN DELETE" in sql
+    assert "NOT (t.`v` <=> s.`v`) OR NOT (t.`w` <=> s.`w`)" in sql
+    assert "NOT MATCHED BY SOURCE" not in sql
+    full = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "v"], delete_missing=True)
+    assert full.endswith("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+
+
+def test_staging_affected_restricts_and_tombstones():
+    sql = sqlgen.staging_affected("SELECT id, v FROM s.t", "SELECT id FROM x", ["id"])
+    assert "WHERE `id` IN (SELECT `id` FROM _br_affected)" in sql
+    assert "LEFT JOIN _br_rows" in sql and "_br_k_0" in sql
+
+
+def test_model_columns_drop_bookkeeping():
+    assert sqlgen.model_columns(["id", "v", "_br_present", "_br_k_0"]) == ["id", "v"]
+
+
+def test_embedded_confs_defaults_and_overrides():
+    confs = embedded_confs(SessionSettings(user_confs={"spark.sql.shuffle.partitions": "3"}),
+                           cwd="/p", env={})
+    assert confs["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    assert confs["spark.sql.catalog.spark_catalog"].endswith("DeltaCatalog")
+    assert confs["spark.sql.warehouse.dir"] == "/p/.batch_refresh/warehouse"
+    assert "databaseName=/p/.batch_refresh/metastore_db" in confs["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert confs["spark.jars.packages"].startswith("io.delta:delta-spark_4.2_2.13:")
+    assert confs["spark.sql.shuffle.partitions"] == "3"
+
+
+def test_air_gapped_jars():
+    confs = embedded_confs(SessionSettings(delta_jars=["/jars/a.jar", "/jars/b.jar"]), cwd="/p", env={})
+    assert confs["spark.jars"] == "/jars/a.jar,/jars/b.jar" and "spark.jars.packages" not in confs
+    env_confs = embedded_confs(SessionSettings(), cwd="/p", env={"BATCH_REFRESH_DELTA_JARS": "/x.jar"})
+    assert env_confs["spark.jars"] == "/x.jar"
