@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, List, Optional
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
@@ -15,7 +15,12 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
-from dbt.adapters.spark_batch_refresh.session_defaults import SessionSettings, embedded_confs
+from dbt.adapters.spark_batch_refresh.session_defaults import (
+    SessionSettings,
+    delta_package,
+    embedded_confs,
+    jar_cache_file,
+)
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -79,7 +84,11 @@ class _EmbeddedSpark:
             delta_package=creds.delta_package,
             user_confs=creds.server_side_parameters,
         )
+        cache = jar_cache_file(delta_package(settings, os.environ), os.environ)
+        settings = replace(settings, cached_jars=_read_lines(cache))
         confs = embedded_confs(settings, cwd=os.getcwd())
+        # The embedded Spark serves only this process: bind it to loopback.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.makedirs(os.path.dirname(confs["spark.sql.warehouse.dir"]), exist_ok=True)
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in confs.items():
@@ -87,7 +96,29 @@ class _EmbeddedSpark:
         logger.debug(f"Starting embedded Spark with {confs}")
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        if "spark.jars.packages" in confs:
+            _remember_jars(cache, spark.sparkContext.getConf().get("spark.jars", ""))
         return spark
+
+
+def _read_lines(path: str) -> Optional[List[str]]:
+    try:
+        with open(path) as handle:
+            return [line.strip() for line in handle if line.strip()]
+    except OSError:
+        return None
+
+
+def _remember_jars(path: str, jars: str) -> None:
+    local = [j.removeprefix("file://").removeprefix("file:") for j in jars.split(",") if j]
+    if not local or not all(os.path.isfile(j) for j in local):
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as handle:
+            handle.write("\n".join(local) + "\n")
+    except OSError:
+        logger.debug(f"Could not write the Delta jar cache {path}")
 
 
 class _SessionCursor:

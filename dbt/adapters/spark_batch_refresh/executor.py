@@ -105,6 +105,8 @@ class RefreshResult:
         data = asdict(self)
         data["rows_affected"] = self.rows_affected
         data["message"] = self.message()
+        writes = self.action not in (SKIP, NOOP)
+        data["log_line"] = self.message() + (f" ({self.reason})" if writes else "")
         return data
 
 

@@ -14,6 +14,7 @@ from typing import Dict, List, Mapping, Optional
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+LOG4J_CONFIG = os.path.join(os.path.dirname(__file__), "log4j2.properties")
 JARS_ENV = "BATCH_REFRESH_DELTA_JARS"
 PACKAGE_ENV = "BATCH_REFRESH_DELTA_PACKAGE"
 
@@ -34,6 +35,9 @@ class SessionSettings:
     delta_jars: Optional[List[str]] = None
     delta_package: Optional[str] = None
     user_confs: Mapping[str, str] = field(default_factory=dict)
+    # Jar paths Spark's Ivy resolved on an earlier start (see jar_cache_file): using them
+    # directly skips Ivy's resolution, its console output and any network access.
+    cached_jars: Optional[List[str]] = None
 
 
 def _jar_confs(settings: SessionSettings, env: Mapping[str, str]) -> Dict[str, str]:
@@ -45,8 +49,18 @@ def _jar_confs(settings: SessionSettings, env: Mapping[str, str]) -> Dict[str, s
         jars = [p for p in env[JARS_ENV].split(",") if p]
     if jars:
         return {"spark.jars": ",".join(os.path.abspath(os.path.expanduser(j)) for j in jars)}
-    package = settings.delta_package or env.get(PACKAGE_ENV) or delta_maven_coordinate()
-    return {"spark.jars.packages": package}
+    if settings.cached_jars and all(os.path.isfile(j) for j in settings.cached_jars):
+        return {"spark.jars": ",".join(settings.cached_jars)}
+    return {"spark.jars.packages": delta_package(settings, env)}
+
+
+def delta_package(settings: SessionSettings, env: Mapping[str, str]) -> str:
+    return settings.delta_package or env.get(PACKAGE_ENV) or delta_maven_coordinate()
+
+
+def jar_cache_file(package: str, env: Mapping[str, str]) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "dbt-spark-batch-refresh", package.replace(":", "_") + ".jars")
 
 
 def embedded_confs(
@@ -66,7 +80,9 @@ def embedded_confs(
             f"jdbc:derby:;databaseName={metastore};create=true"
         ),
         # derby.log lands in derby.system.home rather than in the caller's cwd.
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={base}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={base} -Dlog4j.configurationFile=file:{LOG4J_CONFIG}"
+        ),
         # Tables created without USING become Delta, and every Delta table created here has
         # its change feed on, so seeds and plain `table` models are valid upstreams.
         "spark.sql.sources.default": "delta",
