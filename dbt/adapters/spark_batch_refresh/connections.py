@@ -134,7 +134,6 @@ class _SessionCursor:
         return getattr(self._inner, name)
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        from pyspark.errors import AnalysisException
         from dbt_common.exceptions import DbtRuntimeError
 
         if parameters:
@@ -142,7 +141,7 @@ class _SessionCursor:
         try:
             self._inner._df = self._session.sql(sql)
             self._inner._rows = None
-        except AnalysisException as exc:
+        except Exception as exc:  # noqa: BLE001 - every Spark/Delta error becomes a dbt error
             raise DbtRuntimeError(str(exc)) from exc
 
 

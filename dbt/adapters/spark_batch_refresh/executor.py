@@ -7,6 +7,7 @@ the same code serves the embedded session and a Spark Thrift Server.
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import time
@@ -186,66 +187,75 @@ class Refresher:
             return result
 
         if plan.action == BACKFILL and not resumed:
-            self._validate_backfill(req, config, analysis)
+            self._validate_backfill(req, config, [u for u, p in latest.items() if p is not None])
 
         run_id = uuid.uuid4().hex[:12]
-        result.run_id = run_id
+        plan_json = row.plan if resumed and row is not None and row.plan else {
+            **_plan_to_json(plan), "plan_id": run_id,
+            "generation": run_id if plan.action == BACKFILL
+            else ((row.generation if row else None) or run_id),
+        }
+        plan_id = str(plan_json.get("plan_id") or run_id)
+        result.run_id = plan_id
         holder = f"{socket.gethostname()}:{os.getpid()}"
         if not store.take_lease(
             model_id=req.model_id, relation=req.target, seen=row, run_id=run_id, holder=holder,
-            now=now, until=now + timedelta(seconds=config.lease_timeout_s),
-            plan=_plan_to_json(plan),
+            now=now, until=now + timedelta(seconds=config.lease_timeout_s), plan=plan_json,
+            keep_phase=resumed,
         ):
-            latest_row = store.read(req.model_id)
-            raise _lease_error(req, latest_row)
+            raise _lease_error(req, store.read(req.model_id))
         fail_point("after_lease")
 
-        touched = False
+        phase = row.phase if resumed and row is not None else "refreshing"
+        ctx = _RunContext(req, config, analysis, plan, store, run_id, plan_id,
+                          str(plan_json["generation"]), _staging_name(req.target), result,
+                          touched=phase in ("merging", "cleanup"))
         try:
-            staging = f"{req.target[:-1]}__br_staging`" if req.target.endswith("`") else f"{req.target}__br_staging"
-            generation = run_id if plan.action == BACKFILL else (row.generation if row else run_id) or run_id
-            if plan.action == REPLAY and not config.unique_key:
-                inserts = self._append_guard(req, plan)
-                touched = True
-                self._append(req, plan, run_id, generation, result, inserts)
-            else:
-                self._stage(req, config, analysis, plan, staging, result)
-                fail_point("after_staging")
-                touched = True
-                self._apply(req, config, plan, staging, run_id, result)
-            fail_point("before_cleanup")
-            store.finish(
-                model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
-                consumed=plan.pinned, generation=generation, action=plan.action,
-                now=current_time(),
-            )
+            if phase == "refreshing" or (phase == "merging" and not self._staging_ready(ctx)):
+                self._refreshing(ctx)
+                phase = "merging"
+            if phase == "merging":
+                self._merging(ctx)
+                fail_point("before_cleanup")
+                store.begin_cleanup(
+                    model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
+                    consumed=plan.pinned, generation=ctx.generation, action=plan.action,
+                    now=current_time(),
+                )
             result.duration_s = time.monotonic() - started
-            store.record(self._history_values(req, result, now, "success", ""))
-            if plan.action != REPLAY or config.unique_key:
-                self._run(f"DROP TABLE IF EXISTS {staging}")
+            store.record(self._history_values(ctx, now, "success",
+                                              f"resumed by run {run_id}" if resumed else ""))
+            self._run(f"DROP TABLE IF EXISTS {ctx.staging}")
             fail_point("after_cleanup")
+            store.finish(req.model_id, run_id, current_time())
         except BatchRefreshUserError as exc:
-            store.release(req.model_id, run_id, "merging" if touched else "idle", f"error: {exc}", current_time())
+            self._release(ctx, exc)
             raise
         except Exception as exc:
-            phase = "merging" if touched else "idle"
-            store.release(req.model_id, run_id, phase, f"error: {exc}", current_time())
+            self._release(ctx, exc)
             raise BatchRefreshRuntimeError(
                 f"batch_refresh model '{req.model}': {plan.action} failed: {exc}\n"
                 + ("The refresh is recorded as interrupted; the next `dbt run` resumes it with "
-                   "the same pinned upstream versions." if touched else
+                   "the same pinned upstream versions." if ctx.touched else
                    "The target was not touched; the next `dbt run` starts the refresh again.")
             ) from exc
         return result
 
     # ---------------------------------------------------------------- phases
+    def _release(self, ctx: "_RunContext", exc: BaseException) -> None:
+        try:
+            ctx.store.release(ctx.req.model_id, ctx.run_id, ctx.touched, f"error: {exc}",
+                              current_time())
+        except Exception as release_exc:  # noqa: BLE001 - the original error matters more
+            logger.warning(f"batch_refresh model '{ctx.req.model}': could not release the "
+                           f"lease ({release_exc}); it expires at its lease_timeout.")
+
     def _check_lease(self, req: RefreshRequest, row: StateRow, now: datetime) -> None:
         if row.lease_until is not None and row.lease_until > now:
             raise _lease_error(req, row)
 
     def _validate_backfill(self, req: RefreshRequest, config: BatchRefreshConfig,
-                           analysis: sa.Analysis) -> None:
-        delta_upstreams = [u for u in analysis.upstreams if self.latest_point(u) is not None]
+                           delta_upstreams: List[str]) -> None:
         missing = self._cdf_missing(delta_upstreams) if config.refresh_mode != "full" else []
         if missing:
             raise BatchRefreshUserError(
@@ -255,12 +265,29 @@ class Refresher:
                  for u in missing]
                 + ["or set refresh_mode='full' to recompute the model on every refresh."],
             )
-        if analysis.shape != "rowwise" and config.refresh_mode == "auto":
-            logger.info(f"batch_refresh model '{req.model}' will refresh by full recompute: "
-                        f"the model {analysis.reason}")
 
-    def _stage(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
-               plan: Plan, staging: str, result: RefreshResult) -> None:
+    def _staging_ready(self, ctx: "_RunContext") -> bool:
+        if ctx.plan.action == REPLAY and not ctx.config.unique_key:
+            return True  # the append path stages nothing
+        schema, _, name = ctx.staging.replace("`", "").rpartition(".")
+        return bool(self._fetch(f"SHOW TABLES IN {schema} LIKE '{name}'"))
+
+    def _refreshing(self, ctx: "_RunContext") -> None:
+        """Phase 1: write the staging table (nothing touches the target yet)."""
+        req, config, plan = ctx.req, ctx.config, ctx.plan
+        if plan.action == REPLAY and not config.unique_key:
+            ctx.result.staged_rows = self._append_guard(req, plan)
+            chunks = 1
+        else:
+            self._stage(ctx)
+            fail_point("after_staging")
+            chunks = 1 if plan.action == BACKFILL or not config.unique_key else max(
+                1, math.ceil(ctx.result.staged_rows / config.merge_chunk_rows))
+        ctx.store.begin_merging(req.model_id, ctx.run_id, chunks, ctx.result.staged_rows,
+                                current_time())
+
+    def _stage(self, ctx: "_RunContext") -> None:
+        req, config, analysis, plan = ctx.req, ctx.config, ctx.analysis, ctx.plan
         pinned = plan.versions_to()
         model_sql = sa.pin_versions(req.sql, pinned) if analysis.shape != "unparsed" else req.sql
         if plan.action == REPLAY:
@@ -279,19 +306,19 @@ class Refresher:
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
         self._run(
-            f"CREATE OR REPLACE TABLE {staging} USING delta "
+            f"CREATE OR REPLACE TABLE {ctx.staging} USING delta "
             f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS\n{select}"
         )
         if config.unique_key:
-            self._check_keys(req, config, staging, result)
+            self._check_keys(ctx)
         else:
-            rows = self._fetch(f"SELECT count(*) AS staged FROM {staging}")
-            result.staged_rows = int(rows[0]["staged"])
+            rows = self._fetch(f"SELECT count(*) AS staged FROM {ctx.staging}")
+            ctx.result.staged_rows = int(rows[0]["staged"])
 
-    def _check_keys(self, req: RefreshRequest, config: BatchRefreshConfig, staging: str,
-                    result: RefreshResult) -> None:
+    def _check_keys(self, ctx: "_RunContext") -> None:
+        config, staging = ctx.config, ctx.staging
         quality = self._fetch(sqlgen.key_quality(staging, config.unique_key))[0]
-        result.staged_rows = int(quality["staged"])
+        ctx.result.staged_rows = int(quality["staged"])
         key = ", ".join(config.unique_key)
         problems = []
         if int(quality["null_keys"]):
@@ -306,41 +333,87 @@ class Refresher:
         if problems:
             self._run(f"DROP TABLE IF EXISTS {staging}")
             raise BatchRefreshUserError(
-                req.model, "bad unique_key; the target was not touched",
+                ctx.req.model, "bad unique_key; the target was not touched",
                 problems + ["Fix: choose a unique_key that identifies one output row, or "
                             "de-duplicate / filter NULL keys in the model."],
             )
 
-    def _apply(self, req: RefreshRequest, config: BatchRefreshConfig, plan: Plan, staging: str,
-               run_id: str, result: RefreshResult) -> None:
-        columns = sqlgen.model_columns(self._columns(staging))
-        with self._tagged(run_id, plan):
-            if plan.action == BACKFILL:
-                if req.target_kind == "other":
-                    self._run(f"DROP TABLE IF EXISTS {req.target}")
-                    self._run(f"DROP VIEW IF EXISTS {req.target}")
-                props = {
-                    "delta.enableChangeDataFeed": "true",
-                    "delta.enableDeletionVectors": "true",
-                    **config.tblproperties,
-                }
-                cols = ", ".join(sqlgen.q(c) for c in columns)
-                self._run(
-                    f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
-                    f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staging}"
-                )
-                result.rows_inserted = result.staged_rows
-            elif config.unique_key:
-                merged = self._fetch(
-                    sqlgen.merge_staging(req.target, staging, config.unique_key, columns,
-                                         delete_missing=plan.action == FULL)
-                )
-                _count_merge(merged, result)
-            else:
-                # Full recompute of a model without a key: overwrite keeps the table's identity.
-                cols = ", ".join(sqlgen.q(c) for c in columns)
-                self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staging}")
-                result.rows_inserted = result.staged_rows
+    def _merging(self, ctx: "_RunContext") -> None:
+        """Phase 2: apply staging to the target, chunk by chunk, each chunk exactly once.
+
+        Every chunk is an idempotent Delta write (txnAppId = the plan, txnVersion = the chunk)
+        tagged with the plan id in userMetadata. A resumed run reads the target's own history
+        to find the chunks that committed and continues after them; should it re-apply one,
+        Delta skips the repeated (app id, version).
+        """
+        row = ctx.store.read(ctx.req.model_id)
+        chunks = max(1, int((row.chunks_total if row else 0) or 1))
+        ctx.result.staged_rows = int((row.staged_rows if row else 0) or ctx.result.staged_rows)
+        done = self._committed_chunks(ctx, chunks)
+        ctx.touched = True
+        columns: Optional[List[str]] = None
+        for chunk in range(1, chunks + 1):
+            if chunk in done:
+                continue
+            with self._tagged(ctx, chunk, chunks):
+                if ctx.plan.action == REPLAY and not ctx.config.unique_key:
+                    self._append(ctx)
+                else:
+                    columns = columns or sqlgen.model_columns(self._columns(ctx.staging))
+                    self._apply_chunk(ctx, columns, chunk, chunks)
+            ctx.store.chunk_done(ctx.req.model_id, ctx.run_id, chunk, current_time(),
+                                 current_time() + timedelta(seconds=ctx.config.lease_timeout_s))
+            fail_point(f"after_chunk:{chunk}")
+
+    def _committed_chunks(self, ctx: "_RunContext", chunks: int) -> set[int]:
+        if ctx.req.target_kind == "none" and ctx.plan.action == BACKFILL and not ctx.resumed:
+            return set()
+        try:
+            history = self._fetch(f"DESCRIBE HISTORY {ctx.req.target} LIMIT {chunks + 20}")
+        except DbtRuntimeError:
+            return set()  # no target yet
+        done = set()
+        for entry in history:
+            try:
+                meta = json.loads(entry.get("userMetadata") or "{}")
+            except (TypeError, ValueError):
+                continue
+            if isinstance(meta, dict) and meta.get("batch_refresh_plan") == ctx.plan_id:
+                done.add(int(meta.get("chunk", 0)))
+        return done
+
+    def _apply_chunk(self, ctx: "_RunContext", columns: List[str], chunk: int, chunks: int) -> None:
+        req, config, plan, staging, result = ctx.req, ctx.config, ctx.plan, ctx.staging, ctx.result
+        if plan.action == BACKFILL:
+            if req.target_kind == "other":
+                self._run(f"DROP TABLE IF EXISTS {req.target}")
+                self._run(f"DROP VIEW IF EXISTS {req.target}")
+            props = {
+                "delta.enableChangeDataFeed": "true",
+                "delta.enableDeletionVectors": "true",
+                **config.tblproperties,
+            }
+            cols = ", ".join(sqlgen.q(c) for c in columns)
+            self._run(
+                f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
+                f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staging}"
+            )
+            result.rows_inserted = result.staged_rows
+        elif config.unique_key:
+            source = staging if chunks == 1 else (
+                f"(SELECT * FROM {staging} WHERE {sqlgen.chunk_predicate(config.unique_key, chunks, chunk)})"
+            )
+            merged = self._fetch(
+                sqlgen.merge_staging(req.target, source, config.unique_key, columns,
+                                     delete_missing=plan.action == FULL,
+                                     chunk=(chunk, chunks) if chunks > 1 else None)
+            )
+            _count_merge(merged, result)
+        else:
+            # Full recompute of a model without a key: overwrite keeps the table's identity.
+            cols = ", ".join(sqlgen.q(c) for c in columns)
+            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staging}")
+            result.rows_inserted = result.staged_rows
 
     def _append_guard(self, req: RefreshRequest, plan: Plan) -> int:
         """Keyless row-wise model: only inserts upstream can be replayed (as an append)."""
@@ -360,20 +433,18 @@ class Refresher:
             )
         return int(counts["changes"])
 
-    def _append(self, req: RefreshRequest, plan: Plan, run_id: str, generation: str,
-                result: RefreshResult, inserts: int) -> None:
+    def _append(self, ctx: "_RunContext") -> None:
+        req, plan = ctx.req, ctx.plan
         (upstream, point), = plan.pinned.items()
         start = plan.consumed[upstream].version + 1
         columns = self._columns(req.target)
         cols = ", ".join(sqlgen.q(c) for c in columns)
         body = sa.over_changes(req.sql, upstream, start, point.version, change_types=("insert",))
-        with self._tagged(run_id, plan, txn=(f"batch_refresh:{req.model_id}:{generation}", point.version)):
-            rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM ({body}) _br_a")
+        rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM ({body}) _br_a")
         if rows and rows[0].get("num_inserted_rows") is not None:
-            result.rows_inserted = int(rows[0]["num_inserted_rows"])
+            ctx.result.rows_inserted = int(rows[0]["num_inserted_rows"])
         else:
-            result.rows_inserted = self._last_commit_metric(req.target, "numOutputRows")
-        result.staged_rows = inserts
+            ctx.result.rows_inserted = self._last_commit_metric(req.target, "numOutputRows")
 
     # ---------------------------------------------------------------- helpers
     def _last_commit_metric(self, relation: str, metric: str) -> int:
@@ -390,23 +461,25 @@ class Refresher:
         rows = self._fetch(f"DESCRIBE QUERY {sql}")
         return [r["col_name"] for r in rows]
 
-    def _tagged(self, run_id: str, plan: Plan, txn: Optional[tuple[str, int]] = None) -> "_SessionConfs":
+    def _tagged(self, ctx: "_RunContext", chunk: int, chunks: int) -> "_SessionConfs":
+        plan = ctx.plan
         confs = {
             "spark.databricks.delta.commitInfo.userMetadata": json.dumps(
-                {"batch_refresh_run": run_id, "action": plan.action, "to": plan.versions_to()},
+                {"batch_refresh_plan": ctx.plan_id, "run": ctx.run_id, "chunk": chunk,
+                 "chunks": chunks, "action": plan.action, "to": plan.versions_to()},
                 sort_keys=True,
-            )
+            ),
+            "spark.databricks.delta.write.txnAppId": f"batch_refresh:{ctx.req.model_id}:{ctx.plan_id}",
+            "spark.databricks.delta.write.txnVersion": str(chunk),
         }
-        if txn:
-            confs["spark.databricks.delta.write.txnAppId"] = txn[0]
-            confs["spark.databricks.delta.write.txnVersion"] = str(txn[1])
         return _SessionConfs(self._run, confs)
 
-    def _history_values(self, req: RefreshRequest, result: RefreshResult, started: datetime,
-                        outcome: str, message: str) -> Dict[str, Any]:
+    def _history_values(self, ctx: "_RunContext", started: datetime, outcome: str,
+                        message: str) -> Dict[str, Any]:
+        result = ctx.result
         return {
-            "run_id": result.run_id, "model_id": req.model_id, "relation": req.target,
-            "action": ("resume:" if result.resumed else "") + result.action, "mode": result.mode,
+            "run_id": ctx.plan_id, "model_id": ctx.req.model_id, "relation": ctx.req.target,
+            "action": result.action, "mode": result.mode,
             "reason": result.reason if not result.fallback_reason
             else f"{result.reason}; fallback: {result.fallback_reason}",
             "versions_from": json.dumps(result.versions_from, sort_keys=True),
@@ -416,6 +489,29 @@ class Refresher:
             "started_at": started, "finished_at": current_time(),
             "duration_s": round(result.duration_s, 3), "outcome": outcome, "message": message,
         }
+
+
+@dataclass
+class _RunContext:
+    req: RefreshRequest
+    config: BatchRefreshConfig
+    analysis: sa.Analysis
+    plan: Plan
+    store: StateStore
+    run_id: str
+    plan_id: str
+    generation: str
+    staging: str
+    result: RefreshResult
+    touched: bool = False
+
+    @property
+    def resumed(self) -> bool:
+        return self.result.resumed
+
+
+def _staging_name(target: str) -> str:
+    return f"{target[:-1]}__br_staging`" if target.endswith("`") else f"{target}__br_staging"
 
 
 class _SessionConfs:

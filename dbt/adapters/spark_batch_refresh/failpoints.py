@@ -10,11 +10,19 @@ import os
 import sys
 
 ENV = "BATCH_REFRESH_FAIL_AT"
+MODE_ENV = "BATCH_REFRESH_FAIL_MODE"  # "exit" (default) or "error": raise like a Spark error
 EXIT_CODE = 137
 
 
+class InjectedFault(RuntimeError):
+    """Stands in for a Spark error at a fail point (BATCH_REFRESH_FAIL_MODE=error)."""
+
+
 def fail_point(name: str) -> None:
-    if os.environ.get(ENV) == name:
-        sys.stderr.write(f"batch_refresh: fail point '{name}' reached, exiting\n")
-        sys.stderr.flush()
-        os._exit(EXIT_CODE)
+    if os.environ.get(ENV) != name:
+        return
+    if os.environ.get(MODE_ENV, "exit") == "error":
+        raise InjectedFault(f"injected fault at fail point '{name}'")
+    sys.stderr.write(f"batch_refresh: fail point '{name}' reached, exiting\n")
+    sys.stderr.flush()
+    os._exit(EXIT_CODE)

@@ -73,12 +73,19 @@ def duplicate_examples(staging: str, unique_key: Sequence[str], limit: int = 5) 
     )
 
 
+def chunk_predicate(unique_key: Sequence[str], chunks: int, chunk: int, alias: str = "") -> str:
+    """Rows of chunk `chunk` (1-based) of `chunks`, by a hash of the key (staging side)."""
+    cols = ", ".join(f"{alias}{a}" for a in key_aliases(unique_key))
+    return f"pmod(xxhash64({cols}), {chunks}) = {chunk - 1}"
+
+
 def merge_staging(
     target: str,
     staging: str,
     unique_key: Sequence[str],
     columns: Sequence[str],
     delete_missing: bool,
+    chunk: Optional[tuple[int, int]] = None,
 ) -> str:
     """Apply staging: delete tombstones, update only rows whose values changed, insert new.
 
@@ -102,7 +109,12 @@ def merge_staging(
         f"WHEN NOT MATCHED AND s.{PRESENT} IS NOT NULL THEN INSERT ({insert_cols}) VALUES ({insert_vals})"
     )
     if delete_missing:
-        clauses.append("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+        # In a chunked merge each chunk deletes only the target rows of its own key hash.
+        guard = ""
+        if chunk is not None:
+            tcols = ", ".join(f"t.{q(k)}" for k in unique_key)
+            guard = f" AND pmod(xxhash64({tcols}), {chunk[1]}) = {chunk[0] - 1}"
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE{guard} THEN DELETE")
     return f"MERGE INTO {target} t\nUSING {staging} s\nON {on}\n" + "\n".join(clauses)
 
 

@@ -19,8 +19,9 @@ Run = Callable[[str], None]
 _STATE_COLUMNS = """
   model_id STRING, relation STRING, phase STRING, fingerprint STRING, consumed STRING,
   plan STRING, run_id STRING, lease_holder STRING, lease_since TIMESTAMP,
-  lease_until TIMESTAMP, generation STRING, last_refresh_at TIMESTAMP, last_action STRING,
-  last_outcome STRING, updated_at TIMESTAMP"""
+  lease_until TIMESTAMP, generation STRING, chunks_total INT, chunks_done INT,
+  staged_rows BIGINT, last_refresh_at TIMESTAMP, last_action STRING, last_outcome STRING,
+  updated_at TIMESTAMP"""
 _HISTORY_COLUMNS = """
   run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
   reason STRING, versions_from STRING, versions_to STRING, rows_inserted BIGINT,
@@ -32,6 +33,13 @@ _PROPS = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
 
 def ts(value: Optional[datetime]) -> str:
     return "NULL" if value is None else f"TIMESTAMP {lit(value.isoformat(sep=' '))}"
+
+
+def as_datetime(value: Any) -> Optional[datetime]:
+    """Timestamps arrive as datetimes (session) or text (Thrift)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value))
 
 
 def points_json(points: Mapping[str, UpstreamPoint]) -> str:
@@ -57,6 +65,9 @@ class StateRow:
     lease_until: Optional[datetime]
     generation: Optional[str]
     last_refresh_at: Optional[datetime]
+    chunks_total: Optional[int] = None
+    chunks_done: Optional[int] = None
+    staged_rows: Optional[int] = None
 
     def model_state(self) -> ModelState:
         return ModelState(self.fingerprint, self.consumed, self.phase, self.last_refresh_at)
@@ -95,10 +106,13 @@ class StateStore:
             plan=json.loads(r["plan"]) if r["plan"] else None,
             run_id=r["run_id"],
             lease_holder=r["lease_holder"],
-            lease_since=r["lease_since"],
-            lease_until=r["lease_until"],
+            lease_since=as_datetime(r["lease_since"]),
+            lease_until=as_datetime(r["lease_until"]),
             generation=r["generation"],
-            last_refresh_at=r["last_refresh_at"],
+            last_refresh_at=as_datetime(r["last_refresh_at"]),
+            chunks_total=r.get("chunks_total"),
+            chunks_done=r.get("chunks_done"),
+            staged_rows=r.get("staged_rows"),
         )
 
     def take_lease(
@@ -112,6 +126,7 @@ class StateStore:
         now: datetime,
         until: datetime,
         plan: Mapping[str, Any],
+        keep_phase: bool = False,
     ) -> bool:
         """Compare-and-set on the state row: True if this run now holds the lease.
 
@@ -129,9 +144,12 @@ class StateStore:
             f"{ts(now)} AS lease_since, {ts(until)} AS lease_until, "
             f"{lit(json.dumps(plan))} AS plan"
         )
+        # A resumed refresh keeps its phase and plan; a new one starts at 'refreshing'.
+        phase = "t.phase" if keep_phase else "'refreshing'"
+        progress = "" if keep_phase else ", chunks_total = NULL, chunks_done = NULL, staged_rows = NULL"
         sql = (
             f"MERGE INTO {self.state} t USING ({source}) s ON t.model_id = s.model_id\n"
-            f"WHEN MATCHED AND {guard} THEN UPDATE SET phase = 'refreshing', run_id = s.run_id, "
+            f"WHEN MATCHED AND {guard} THEN UPDATE SET phase = {phase}{progress}, run_id = s.run_id, "
             f"lease_holder = s.lease_holder, lease_since = s.lease_since, "
             f"lease_until = s.lease_until, plan = s.plan, relation = s.relation, "
             f"updated_at = s.lease_since\n"
@@ -140,17 +158,33 @@ class StateStore:
             f"s.relation, 'refreshing', NULL, NULL, s.plan, s.run_id, s.lease_holder, "
             f"s.lease_since, s.lease_until, s.lease_since)"
         )
-        result = self._fetch(sql)
+        try:
+            result = self._fetch(sql)
+        except Exception as exc:  # noqa: BLE001 - Delta reports the lost race as a conflict
+            if "Concurrent" in str(exc) or "DELTA_CONCURRENT" in str(exc):
+                return False
+            raise
         affected = int(result[0].get("num_affected_rows", 0)) if result else 0
         return affected == 1
 
-    def set_phase(self, model_id: str, run_id: str, phase: str, now: datetime) -> None:
+    def _update(self, model_id: str, run_id: str, assignments: str) -> None:
         self._run(
-            f"UPDATE {self.state} SET phase = {lit(phase)}, updated_at = {ts(now)} "
+            f"UPDATE {self.state} SET {assignments} "
             f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
         )
 
-    def finish(
+    def begin_merging(self, model_id: str, run_id: str, chunks: int, staged_rows: int,
+                      now: datetime) -> None:
+        self._update(model_id, run_id, f"phase = 'merging', chunks_total = {int(chunks)}, "
+                     f"chunks_done = 0, staged_rows = {int(staged_rows)}, updated_at = {ts(now)}")
+
+    def chunk_done(self, model_id: str, run_id: str, chunk: int, now: datetime,
+                   lease_until: datetime) -> None:
+        # Progress for status output; resume trusts the target's history, not this number.
+        self._update(model_id, run_id, f"chunks_done = {int(chunk)}, "
+                     f"lease_until = {ts(lease_until)}, updated_at = {ts(now)}")
+
+    def begin_cleanup(
         self,
         *,
         model_id: str,
@@ -161,22 +195,25 @@ class StateStore:
         action: str,
         now: datetime,
     ) -> None:
-        self._run(
-            f"UPDATE {self.state} SET phase = 'idle', fingerprint = {lit(fingerprint)}, "
+        """The target is complete: advance the consumed versions with the phase, atomically."""
+        self._update(
+            model_id, run_id,
+            f"phase = 'cleanup', fingerprint = {lit(fingerprint)}, "
             f"consumed = {lit(points_json(consumed))}, generation = {lit(generation)}, "
-            f"lease_holder = NULL, lease_until = NULL, plan = NULL, last_refresh_at = {ts(now)}, "
-            f"last_action = {lit(action)}, last_outcome = 'success', updated_at = {ts(now)} "
-            f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
+            f"last_refresh_at = {ts(now)}, last_action = {lit(action)}, "
+            f"last_outcome = 'success', updated_at = {ts(now)}",
         )
 
-    def release(self, model_id: str, run_id: str, phase: str, outcome: str, now: datetime) -> None:
-        """Give the lease up after a failure: `idle` if the target was not touched yet."""
-        self._run(
-            f"UPDATE {self.state} SET phase = {lit(phase)}, lease_until = {ts(now)}, "
-            f"last_outcome = {lit(outcome[:2000])}, updated_at = {ts(now)}"
-            + (", plan = NULL, lease_holder = NULL" if phase == "idle" else "")
-            + f" WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
-        )
+    def finish(self, model_id: str, run_id: str, now: datetime) -> None:
+        self._update(model_id, run_id, f"phase = 'idle', lease_holder = NULL, lease_until = NULL, "
+                     f"plan = NULL, updated_at = {ts(now)}")
+
+    def release(self, model_id: str, run_id: str, touched: bool, outcome: str,
+                now: datetime) -> None:
+        """Give the lease up after a failure; back to `idle` only if the target is untouched."""
+        reset = "" if touched else ", phase = 'idle', plan = NULL, lease_holder = NULL"
+        self._update(model_id, run_id, f"lease_until = {ts(now)}, "
+                     f"last_outcome = {lit(outcome[:2000])}, updated_at = {ts(now)}{reset}")
 
     def unlock(self, model_id: str, now: datetime) -> int:
         rows = self._fetch(
@@ -191,4 +228,9 @@ class StateStore:
         for col in cols:
             value = values.get(col)
             rendered.append(ts(value) if isinstance(value, datetime) else lit(value))
-        self._run(f"INSERT INTO {self.history} ({', '.join(cols)}) VALUES ({', '.join(rendered)})")
+        # Keyed on the refresh's plan id: a cleanup replayed after a crash writes no second row.
+        source = ", ".join(f"{v} AS {c}" for c, v in zip(cols, rendered))
+        self._run(
+            f"MERGE INTO {self.history} t USING (SELECT {source}) s "
+            f"ON t.run_id = s.run_id AND t.model_id = s.model_id WHEN NOT MATCHED THEN INSERT *"
+        )

@@ -41,11 +41,18 @@ def _lease(row: Dict[str, Any], now: datetime) -> str:
     return f"{row.get('lease_holder')} until {_fmt(until)} ({state})"
 
 
+def _phase(row: Dict[str, Any]) -> str:
+    phase = row.get("phase") or "idle"
+    if phase == "merging" and row.get("chunks_total"):
+        return f"merging {row.get('chunks_done') or 0}/{row['chunks_total']}"
+    return phase
+
+
 def render(states: List[Dict[str, Any]], history: List[Dict[str, Any]], now: datetime) -> str:
     if not states:
         return "No batch_refresh models have run yet."
     state_rows = [
-        [r["model_id"], r.get("phase"), r.get("last_action"), r.get("last_refresh_at"),
+        [r["model_id"], _phase(r), r.get("last_action"), r.get("last_refresh_at"),
          _versions(r.get("consumed")), _lease(r, now), (r.get("last_outcome") or "-")[:60]]
         for r in states
     ]

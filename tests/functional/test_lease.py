@@ -1,0 +1,69 @@
+"""The refresh lease under real concurrency: two connections race for the same model."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta
+from typing import Any, List
+
+import pytest
+
+from dbt.adapters.spark_batch_refresh.state import StateStore
+
+TRIALS = 8
+
+
+class TestLeaseRace:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"placeholder.sql": "select 1 as id"}
+
+    def _race(self, project: Any, store_schema: str, model_id: str, seen_of: Any) -> List[Any]:
+        adapter = project.adapter
+        results: List[Any] = [None, None]
+        barrier = threading.Barrier(2)
+        now = datetime(2030, 1, 1)
+
+        def contender(i: int) -> None:
+            with adapter.connection_named(f"race_{i}"):
+                store = StateStore(store_schema, adapter._fetch_dicts, adapter._run_sql)
+                seen = seen_of(store)
+                barrier.wait()
+                try:
+                    results[i] = store.take_lease(
+                        model_id=model_id, relation="x", seen=seen, run_id=f"run{i}",
+                        holder=f"t{i}", now=now, until=now + timedelta(hours=1), plan={"p": i},
+                    )
+                except Exception as exc:  # noqa: BLE001 - recorded and asserted below
+                    results[i] = exc
+
+        threads = [threading.Thread(target=contender, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return results
+
+    def test_exactly_one_wins(self, project):
+        schema = f"{project.test_schema}_leases"
+        with project.adapter.connection_named("setup"):
+            StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql).ensure()
+        outcomes = []
+        for trial in range(TRIALS):
+            model_id = f"model.race.m{trial}"
+            # new model: both insert the first state row
+            first = self._race(project, schema, model_id, lambda store: None)
+            # idle model: both compare-and-set the same row they read
+            with project.adapter.connection_named("reset"):
+                project.adapter._run_sql(
+                    f"UPDATE {schema}.batch_refresh_state SET phase = 'idle' WHERE model_id = '{model_id}'")
+            second = self._race(project, schema, model_id, lambda store: store.read(model_id))
+            for results in (first, second):
+                assert all(isinstance(r, bool) for r in results), results
+                assert sorted(results) == [False, True], results
+                outcomes.append(results)
+            with project.adapter.connection_named("verify"):
+                rows = project.adapter._fetch_dicts(
+                    f"select run_id from {schema}.batch_refresh_state where model_id = '{model_id}'")
+            assert len(rows) == 1
+        assert len(outcomes) == 2 * TRIALS

@@ -1,0 +1,80 @@
+"""A Spark error mid-refresh leaves the state resumable; the next run resumes exactly once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.functional.helpers import actions, assert_contract, rows, run_fails, run_ok, state
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{{ target.schema }}"
+    tables:
+      - name: src
+"""
+MODEL = """
+{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=5) }}
+select id, v * 10 as v10 from {{ source('raw', 'src') }} where v >= 0
+"""
+
+
+def target_commits(project):
+    commits = []
+    for entry in rows(project, f"describe history {project.test_schema}.chunky"):
+        if entry.get("userMetadata"):
+            commits.append(json.loads(entry["userMetadata"]))
+    return commits
+
+
+class TestErrorThenResume:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "chunky.sql": MODEL}
+
+    def test_error_mid_merge_then_resume(self, project, monkeypatch):
+        src = f"{project.test_schema}.src"
+        project.run_sql(f"create table {src} (id int, v int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
+        run_ok(["run"])
+        project.run_sql(f"update {src} set v = v + 100 where id < 20")
+
+        # a Spark-like error after the first of four chunks committed
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "after_chunk:1")
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
+        output = run_fails(["run"])
+        assert "injected fault at fail point 'after_chunk:1'" in output
+        assert "the next `dbt run` resumes it" in output
+        row = state(project, "chunky")
+        assert row["phase"] == "merging" and row["chunks_total"] == 4 and row["chunks_done"] == 1
+        plan_id = json.loads(row["plan"])["plan_id"]
+
+        status = run_ok(["run-operation", "batch_refresh_status"])
+        assert status is not None
+
+        # a live lease (another run still working) is refused by unlock unless forced
+        project.run_sql(f"update {project.test_schema}_batch_refresh.batch_refresh_state "
+                        f"set lease_until = timestamp'2999-01-01 00:00:00'")
+        monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
+        output = run_fails(["run"])
+        assert "holds the lease" in output and "batch_refresh_unlock" in output
+        from dbt.tests.util import run_dbt_and_capture
+        _, refused = run_dbt_and_capture(["run-operation", "batch_refresh_unlock", "--args", "{model: chunky}"])
+        assert "refusing" in refused
+        _, cleared = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_unlock", "--args", "{model: chunky, force: true}"])
+        assert "lease cleared" in cleared and "resumes" in cleared
+
+        # the next run resumes the same plan: the remaining chunks, each exactly once
+        results = run_ok(["run"])
+        assert results[0].adapter_response["resumed"] is True
+        assert results[0].adapter_response["run_id"] == plan_id
+        assert state(project, "chunky")["phase"] == "idle"
+        assert_contract(project, "chunky")
+        chunks = [c["chunk"] for c in target_commits(project) if c["batch_refresh_plan"] == plan_id]
+        assert sorted(chunks) == [1, 2, 3, 4]
+        assert actions(project, "chunky") == ["backfill", "replay"]
