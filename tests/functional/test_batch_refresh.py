@@ -128,6 +128,7 @@ class TestBackfillThenReplay:
         assert "Traceback" not in output
         assert table_version(project, f"{schema}.orders_keyless") == before
         assert state(project, "orders_keyless")["phase"] == "idle"
+        assert_contract(project, "orders_keyless")
 
         # 6. --full-refresh: a new snapshot backfill, here the fix for the keyless model
         run_ok(["run", "--full-refresh"])
@@ -162,6 +163,7 @@ class TestIntervalGate:
         assert "gate closed" in response["_message"] and "next due" in response["_message"]
         assert table_version(project, target) == version
         assert actions(project, "gated") == ["backfill"]
+        assert_contract(project, "gated")
 
         # batch_refresh_force bypasses the gate
         run_ok(["run", "--vars", "{batch_refresh_force: true}"])
@@ -271,6 +273,7 @@ class TestDbtSparkConfigs:
         assert detail["description"] == "A batch_refresh model with dbt-spark configs"
         events = sorted(r["event"] for r in rows(project, f"select * from {project.test_schema}.hook_log"))
         assert events == ["post", "pre"]
+        assert_contract(project, "configured")
         project.run_sql(f"update {project.test_schema}.src_orders set amount = 1 where id = 1")
         run_ok(["run"])
         assert actions(project, "configured") == ["backfill", "replay"]

@@ -60,3 +60,23 @@ def test_fingerprint_ignores_formatting_but_not_logic():
     c = sa.fingerprint(sa.analyze("select id from s.t where v > 2"), parts)
     d = sa.fingerprint(sa.analyze("select id from s.t where v > 1"), {"unique_key": ["v"]})
     assert a == b and a != c and a != d
+
+
+def test_gap_classification():
+    from datetime import timedelta
+
+    from dbt.adapters.spark_batch_refresh.gaps import classify, parse_interval, retention_risk
+
+    assert classify("[DELTA_MISSING_CHANGE_DATA] Error getting change data") == "cdf_off"
+    assert classify("[FAILED_READ_FILE.FILE_NOT_EXIST] file:/w/t/_change_data/x.parquet") == "vacuumed"
+    assert classify("FileNotFoundException: file:/w/t/_delta_log/00001.json") == "log_retention"
+    assert classify("[DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE] ...") == "schema"
+    assert classify("[DELTA_VERSION_NOT_FOUND] ...") == "log_retention"
+    assert classify("java.lang.IllegalStateException: Could not find any delta files for "
+                    "version 2") == "log_retention"
+    assert classify("[PARSE_SYNTAX_ERROR]") is None
+    assert parse_interval("interval 7 days") == timedelta(days=7)
+    assert parse_interval("interval 1 hours") == timedelta(hours=1)
+    risk = retention_risk({"delta.deletedFileRetentionDuration": "interval 1 days"}, timedelta(hours=20))
+    assert risk is not None and risk[2] == timedelta(hours=4)
+    assert retention_risk({}, timedelta(days=1)) is None

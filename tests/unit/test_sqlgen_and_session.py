@@ -42,3 +42,10 @@ def test_air_gapped_jars():
     assert confs["spark.jars"] == "/jars/a.jar,/jars/b.jar" and "spark.jars.packages" not in confs
     env_confs = embedded_confs(SessionSettings(), cwd="/p", env={"BATCH_REFRESH_DELTA_JARS": "/x.jar"})
     assert env_confs["spark.jars"] == "/x.jar"
+
+
+def test_user_java_options_add_to_ours():
+    confs = embedded_confs(
+        SessionSettings(user_confs={"spark.driver.extraJavaOptions": "-Xss4m"}), cwd="/p", env={})
+    opts = confs["spark.driver.extraJavaOptions"]
+    assert "-Dderby.system.home=/p/.batch_refresh" in opts and opts.endswith("-Xss4m")

@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -28,6 +29,7 @@ from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshUserError,
 )
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
 from dbt.adapters.spark_batch_refresh.planner import (
     BACKFILL,
     FULL,
@@ -36,6 +38,8 @@ from dbt.adapters.spark_batch_refresh.planner import (
     SKIP,
     Plan,
     UpstreamPoint,
+    gap_error,
+    model_change_error,
     plan_run,
 )
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore, points_from_json, points_json
@@ -132,14 +136,14 @@ class Refresher:
             return None
         return UpstreamPoint(int(rows[0]["version"]), rows[0]["timestamp"])
 
-    def _cdf_missing(self, upstreams: List[str]) -> List[str]:
-        missing = []
+    def _details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
+        """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
+        found = {}
         for upstream in upstreams:
             rows = self._fetch(f"DESCRIBE DETAIL {sa.quote_relation(upstream)}")
-            props = (rows[0].get("properties") or {}) if rows else {}
-            if not _cdf_on(props):
-                missing.append(upstream)
-        return missing
+            detail = rows[0] if rows else {}
+            found[upstream] = (detail.get("id"), _props_dict(detail.get("properties")))
+        return found
 
     # ---------------------------------------------------------------- one run
     def refresh(self, req: RefreshRequest) -> RefreshResult:
@@ -172,6 +176,13 @@ class Refresher:
                 force=req.force,
                 now=now,
             )
+        if plan.writes and not resumed:
+            if plan.action == BACKFILL:
+                plan = self._validate_backfill(req, config, plan)
+            else:
+                plan = self._preflight(req, config, plan, row, now)
+                if plan.action == BACKFILL:
+                    plan = self._validate_backfill(req, config, plan)
         result = RefreshResult(
             action=plan.action,
             reason=plan.reason,
@@ -185,9 +196,6 @@ class Refresher:
         if not plan.writes:
             result.duration_s = time.monotonic() - started
             return result
-
-        if plan.action == BACKFILL and not resumed:
-            self._validate_backfill(req, config, [u for u, p in latest.items() if p is not None])
 
         run_id = uuid.uuid4().hex[:12]
         plan_json = row.plan if resumed and row is not None and row.plan else {
@@ -219,8 +227,8 @@ class Refresher:
                 fail_point("before_cleanup")
                 store.begin_cleanup(
                     model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
-                    consumed=plan.pinned, generation=ctx.generation, action=plan.action,
-                    now=current_time(),
+                    consumed=ctx.plan.pinned, generation=ctx.generation, action=ctx.plan.action,
+                    target_version=self._version(req.target), now=current_time(),
                 )
             result.duration_s = time.monotonic() - started
             store.record(self._history_values(ctx, now, "success",
@@ -255,8 +263,13 @@ class Refresher:
             raise _lease_error(req, row)
 
     def _validate_backfill(self, req: RefreshRequest, config: BatchRefreshConfig,
-                           delta_upstreams: List[str]) -> None:
-        missing = self._cdf_missing(delta_upstreams) if config.refresh_mode != "full" else []
+                           plan: Plan) -> Plan:
+        """Every Delta upstream has its change feed on; pin the table ids seen."""
+        details = self._details(list(plan.pinned))
+        missing = [] if config.refresh_mode == "full" else [
+            u for u, (_, props) in details.items()
+            if props.get("delta.enableChangeDataFeed", "false").lower() != "true"
+        ]
         if missing:
             raise BatchRefreshUserError(
                 req.model,
@@ -265,6 +278,81 @@ class Refresher:
                  for u in missing]
                 + ["or set refresh_mode='full' to recompute the model on every refresh."],
             )
+        return replace(plan, pinned={u: replace(p, table_id=details[u][0])
+                                     for u, p in plan.pinned.items()})
+
+    def _preflight(self, req: RefreshRequest, config: BatchRefreshConfig, plan: Plan,
+                   row: Optional[StateRow], now: datetime) -> Plan:
+        """Read-only checks before a replay or recompute takes the lease.
+
+        Upstream recreated (table id changed), the retention guard, the target written by
+        someone else, and the model's output columns no longer matching the target. Each
+        either turns the plan into a backfill or raises, per on_change_feed_gap and
+        on_model_change.
+        """
+        moved = [u for u, p in plan.pinned.items() if p.version > plan.consumed[u].version]
+        details = self._details(moved)
+        for upstream in moved:
+            seen, (table_id, props) = plan.consumed[upstream], details[upstream]
+            if seen.table_id and table_id and seen.table_id != table_id:
+                gap = Gap("recreated", upstream, seen.version, plan.pinned[upstream].version)
+                return self._on_gap(req, config, plan, gap)
+            risk = retention_risk(props, now - seen.timestamp)
+            if risk:
+                prop, retention, left = risk
+                logger.warning(
+                    f"batch_refresh model '{req.model}': upstream {upstream} was consumed at "
+                    f"v{seen.version} ({seen.timestamp}); {prop} is {retention}, so "
+                    + (f"only {left} is left before" if left.total_seconds() > 0 else "already past")
+                    + " VACUUM or log cleanup may open a change-feed gap. Run this model more "
+                    "often than that (its refresh_interval and your schedule)."
+                )
+        pinned = {u: replace(p, table_id=details[u][0] if u in details else
+                             plan.consumed[u].table_id) for u, p in plan.pinned.items()}
+        plan = replace(plan, pinned=pinned)
+        changed = self._target_changed(req, row)
+        if changed is None:
+            changed = self._output_changed(req, plan)
+        if changed is not None:
+            if config.on_model_change == "fail":
+                raise model_change_error(req.model, changed)
+            return replace(plan, action=BACKFILL, mode="full", reason=f"{changed}; rebuilding")
+        return plan
+
+    def _on_gap(self, req: RefreshRequest, config: BatchRefreshConfig, plan: Plan, gap: Gap) -> Plan:
+        if config.on_change_feed_gap == "fail":
+            raise gap_error(req.model, gap)
+        logger.warning(f"batch_refresh model '{req.model}': {gap.describe()}; rebuilding from a "
+                       f"new snapshot (on_change_feed_gap='rebuild').")
+        return replace(plan, action=BACKFILL, mode="full", reason=f"change feed gap: {gap.describe()}")
+
+    def _target_changed(self, req: RefreshRequest, row: Optional[StateRow]) -> Optional[str]:
+        """A commit on the target that is neither ours nor table maintenance."""
+        if row is None or row.target_version is None:
+            return None
+        latest = self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT 1")
+        version = int(latest[0]["version"]) if latest else -1
+        if version < row.target_version:
+            return f"the target {req.target} was recreated (its version went back)"
+        if version == row.target_version:
+            return None
+        for entry in self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT {version - row.target_version}"):
+            if str(entry.get("operation", "")).upper() in MAINTENANCE_OPERATIONS:
+                continue
+            if "batch_refresh_plan" in str(entry.get("userMetadata") or ""):
+                continue
+            return (f"the target {req.target} was changed outside batch_refresh "
+                    f"(v{entry['version']}: {entry.get('operation')})")
+        return None
+
+    def _output_changed(self, req: RefreshRequest, plan: Plan) -> Optional[str]:
+        model_sql = sa.pin_versions(req.sql, plan.versions_to())
+        model_cols = [(c.lower(), t) for c, t in self._describe(model_sql)]
+        target_cols = [(c.lower(), t) for c, t in self._describe(f"SELECT * FROM {req.target}")]
+        if model_cols != target_cols:
+            return (f"the model's output columns changed ({_cols(target_cols)} -> "
+                    f"{_cols(model_cols)})")
+        return None
 
     def _staging_ready(self, ctx: "_RunContext") -> bool:
         if ctx.plan.action == REPLAY and not ctx.config.unique_key:
@@ -274,17 +362,39 @@ class Refresher:
 
     def _refreshing(self, ctx: "_RunContext") -> None:
         """Phase 1: write the staging table (nothing touches the target yet)."""
+        try:
+            chunks = self._stage_or_guard(ctx)
+        except DbtRuntimeError as exc:
+            kind = classify(str(exc))
+            if kind is None or ctx.plan.action != REPLAY or isinstance(exc, BatchRefreshUserError):
+                raise
+            plan = ctx.plan
+            moved = [u for u, p in plan.pinned.items() if p.version > plan.consumed[u].version]
+            gap = Gap(kind, ", ".join(moved), min(plan.consumed[u].version + 1 for u in moved),
+                      max(plan.pinned[u].version for u in moved))
+            ctx.plan = self._validate_backfill(ctx.req, ctx.config,
+                                               self._on_gap(ctx.req, ctx.config, plan, gap))
+            ctx.result.action, ctx.result.reason, ctx.result.mode = (
+                ctx.plan.action, ctx.plan.reason, ctx.plan.mode)
+            ctx.store.replan(ctx.req.model_id, ctx.run_id,
+                             {**_plan_to_json(ctx.plan), "plan_id": ctx.plan_id,
+                              "generation": ctx.plan_id}, current_time())
+            ctx.generation = ctx.plan_id
+            chunks = self._stage_or_guard(ctx)
+        ctx.store.begin_merging(ctx.req.model_id, ctx.run_id, chunks, ctx.result.staged_rows,
+                                current_time())
+
+    def _stage_or_guard(self, ctx: "_RunContext") -> int:
+        """Stage the plan; the chunk count it needs."""
         req, config, plan = ctx.req, ctx.config, ctx.plan
         if plan.action == REPLAY and not config.unique_key:
             ctx.result.staged_rows = self._append_guard(req, plan)
-            chunks = 1
+            return 1
         else:
             self._stage(ctx)
             fail_point("after_staging")
-            chunks = 1 if plan.action == BACKFILL or not config.unique_key else max(
+            return 1 if plan.action == BACKFILL or not config.unique_key else max(
                 1, math.ceil(ctx.result.staged_rows / config.merge_chunk_rows))
-        ctx.store.begin_merging(req.model_id, ctx.run_id, chunks, ctx.result.staged_rows,
-                                current_time())
 
     def _stage(self, ctx: "_RunContext") -> None:
         req, config, analysis, plan = ctx.req, ctx.config, ctx.analysis, ctx.plan
@@ -455,11 +565,16 @@ class Refresher:
         return 0
 
     def _columns(self, relation: str) -> List[str]:
-        return list(self._describe_columns(f"SELECT * FROM {relation} LIMIT 0"))
+        return [name for name, _ in self._describe(f"SELECT * FROM {relation}")]
 
-    def _describe_columns(self, sql: str) -> List[str]:
+    def _describe(self, sql: str) -> List[tuple[str, str]]:
+        """Output columns and types of a query, without running it."""
         rows = self._fetch(f"DESCRIBE QUERY {sql}")
-        return [r["col_name"] for r in rows]
+        return [(r["col_name"], r["data_type"]) for r in rows]
+
+    def _version(self, relation: str) -> Optional[int]:
+        rows = self._fetch(f"DESCRIBE HISTORY {relation} LIMIT 1")
+        return int(rows[0]["version"]) if rows else None
 
     def _tagged(self, ctx: "_RunContext", chunk: int, chunks: int) -> "_SessionConfs":
         plan = ctx.plan
@@ -530,12 +645,22 @@ class _SessionConfs:
             self._run(f"RESET {key}")
 
 
-def _cdf_on(props: Any) -> bool:
+MAINTENANCE_OPERATIONS = frozenset({
+    "OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES",
+    "ANALYZE", "REORG", "CHANGE COLUMN", "SET COLUMN COMMENT", "UPGRADE PROTOCOL",
+})
+_PROP = re.compile(r"""['"]?([\w.]+)['"]?\s*(?:->|=|:)\s*['"]?([^,'"}]+)""")
+
+
+def _props_dict(props: Any) -> Dict[str, str]:
     """`properties` of DESCRIBE DETAIL: a map (session) or its text form (Thrift)."""
     if isinstance(props, Mapping):
-        return str(props.get("delta.enableChangeDataFeed", "false")).lower() == "true"
-    text = str(props).replace(" ", "").lower()
-    return any(f"delta.enablechangedatafeed{sep}true" in text for sep in ("->", "=", "':'", '":"'))
+        return {str(k): str(v) for k, v in props.items()}
+    return {k: v.strip() for k, v in _PROP.findall(str(props or ""))}
+
+
+def _cols(cols: List[tuple[str, str]]) -> str:
+    return ", ".join(f"{c} {t}" for c, t in cols)
 
 
 def _count_merge(rows: List[Dict[str, Any]], result: RefreshResult) -> None:

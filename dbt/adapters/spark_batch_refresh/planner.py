@@ -9,6 +9,7 @@ from typing import Dict, Mapping, Optional
 from dbt.adapters.spark_batch_refresh.analysis import Analysis
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.gaps import Gap
 
 SKIP = "skip"  # gate closed: upstreams moved, but not far enough yet
 NOOP = "noop"  # nothing moved upstream
@@ -24,13 +25,21 @@ class UpstreamPoint:
 
     version: int
     timestamp: datetime
+    table_id: Optional[str] = None  # Delta table id: changes when a table is recreated
 
     def to_json(self) -> Dict[str, object]:
-        return {"version": self.version, "timestamp": self.timestamp.isoformat()}
+        data: Dict[str, object] = {"version": self.version, "timestamp": self.timestamp.isoformat()}
+        if self.table_id:
+            data["table_id"] = self.table_id
+        return data
 
     @staticmethod
     def from_json(data: Mapping[str, object]) -> "UpstreamPoint":
-        return UpstreamPoint(int(data["version"]), datetime.fromisoformat(str(data["timestamp"])))  # type: ignore[arg-type]
+        return UpstreamPoint(
+            int(data["version"]),  # type: ignore[arg-type]
+            datetime.fromisoformat(str(data["timestamp"])),
+            str(data["table_id"]) if data.get("table_id") else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -114,22 +123,18 @@ def plan_run(
         return backfill("target table is missing")
     if state.fingerprint != fingerprint:
         if config.on_model_change == "fail":
-            raise BatchRefreshUserError(
-                model,
-                "the model changed since its last build (SQL, unique_key or result configs)",
-                ["on_model_change='fail' keeps the target as it is.",
-                 "Fix: run with --full-refresh to rebuild it, or set on_model_change='rebuild'."],
-            )
+            raise model_change_error(
+                model, "the model changed since its last build (SQL or unique_key)")
         return backfill("model changed since the last build")
     for upstream, point in pinned.items():
         seen = state.consumed.get(upstream)
         if seen is None:
             return backfill(f"new upstream {upstream}")
         if point.version < seen.version:
-            return backfill(
-                f"upstream {upstream} went back from v{seen.version} to v{point.version} "
-                f"(dropped and recreated?)"
-            )
+            gap = Gap("went_back", upstream, seen.version, point.version)
+            if config.on_change_feed_gap == "fail":
+                raise gap_error(model, gap)
+            return backfill(f"change feed gap: {gap.describe()}")
 
     consumed = {u: state.consumed[u] for u in pinned}
     moved = {u: p for u, p in pinned.items() if p.version > consumed[u].version}
@@ -167,3 +172,23 @@ def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: dateti
 def _skip_reason(config: BatchRefreshConfig, due: datetime) -> str:
     interval = format_duration(config.refresh_interval_s or 0)
     return f"gate closed (refresh_interval {interval}); next due {due.isoformat(sep=' ', timespec='seconds')}"
+
+
+def gap_error(model: str, gap: Gap) -> BatchRefreshUserError:
+    return BatchRefreshUserError(
+        model,
+        "the upstream change feed has a gap, so the change cannot be replayed; the target "
+        "was not changed",
+        [gap.describe() + ".",
+         f"Fix: run `dbt run --select {model} --full-refresh` to rebuild from a new snapshot, "
+         "or set on_change_feed_gap='rebuild' to do that automatically."],
+    )
+
+
+def model_change_error(model: str, what: str) -> BatchRefreshUserError:
+    return BatchRefreshUserError(
+        model,
+        f"{what}; on_model_change='fail' keeps the target as it is",
+        [f"Fix: run `dbt run --select {model} --full-refresh` to rebuild it, or set "
+         "on_model_change='rebuild'."],
+    )

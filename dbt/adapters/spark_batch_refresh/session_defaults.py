@@ -97,6 +97,11 @@ def embedded_confs(
         "spark.ui.showConsoleProgress": "false",
     }
     confs.update(_jar_confs(settings, env))
-    confs.update({str(k): str(v) for k, v in settings.user_confs.items()})
+    user = {str(k): str(v) for k, v in settings.user_confs.items()}
+    # JVM options add to ours (metastore home, log config) instead of replacing them.
+    java_opts = user.pop("spark.driver.extraJavaOptions", "")
+    confs.update(user)
+    if java_opts:
+        confs["spark.driver.extraJavaOptions"] += " " + java_opts
     return confs
 

@@ -20,7 +20,7 @@ _STATE_COLUMNS = """
   model_id STRING, relation STRING, phase STRING, fingerprint STRING, consumed STRING,
   plan STRING, run_id STRING, lease_holder STRING, lease_since TIMESTAMP,
   lease_until TIMESTAMP, generation STRING, chunks_total INT, chunks_done INT,
-  staged_rows BIGINT, last_refresh_at TIMESTAMP, last_action STRING, last_outcome STRING,
+  staged_rows BIGINT, target_version BIGINT, last_refresh_at TIMESTAMP, last_action STRING, last_outcome STRING,
   updated_at TIMESTAMP"""
 _HISTORY_COLUMNS = """
   run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
@@ -68,6 +68,7 @@ class StateRow:
     chunks_total: Optional[int] = None
     chunks_done: Optional[int] = None
     staged_rows: Optional[int] = None
+    target_version: Optional[int] = None
 
     def model_state(self) -> ModelState:
         return ModelState(self.fingerprint, self.consumed, self.phase, self.last_refresh_at)
@@ -91,6 +92,12 @@ class StateStore:
         self._run(
             f"CREATE TABLE IF NOT EXISTS {self.history} ({_HISTORY_COLUMNS}) USING delta {_PROPS}"
         )
+        # Tables made by an older release gain the columns added since (additive only).
+        for table, columns in ((self.state, _STATE_COLUMNS), (self.history, _HISTORY_COLUMNS)):
+            have = {r["col_name"].lower() for r in self._fetch(f"DESCRIBE QUERY SELECT * FROM {table}")}
+            missing = [c.strip() for c in columns.split(",") if c.split()[0].lower() not in have]
+            if missing:
+                self._run(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
         StateStore._ensured.add(self.schema)
 
     def read(self, model_id: str) -> Optional[StateRow]:
@@ -113,6 +120,7 @@ class StateStore:
             chunks_total=r.get("chunks_total"),
             chunks_done=r.get("chunks_done"),
             staged_rows=r.get("staged_rows"),
+            target_version=r.get("target_version"),
         )
 
     def take_lease(
@@ -193,16 +201,21 @@ class StateStore:
         consumed: Mapping[str, UpstreamPoint],
         generation: str,
         action: str,
+        target_version: Optional[int],
         now: datetime,
     ) -> None:
         """The target is complete: advance the consumed versions with the phase, atomically."""
         self._update(
             model_id, run_id,
             f"phase = 'cleanup', fingerprint = {lit(fingerprint)}, "
+            f"target_version = {lit(target_version)}, "
             f"consumed = {lit(points_json(consumed))}, generation = {lit(generation)}, "
             f"last_refresh_at = {ts(now)}, last_action = {lit(action)}, "
             f"last_outcome = 'success', updated_at = {ts(now)}",
         )
+
+    def replan(self, model_id: str, run_id: str, plan: Mapping[str, Any], now: datetime) -> None:
+        self._update(model_id, run_id, f"plan = {lit(json.dumps(plan))}, updated_at = {ts(now)}")
 
     def finish(self, model_id: str, run_id: str, now: datetime) -> None:
         self._update(model_id, run_id, f"phase = 'idle', lease_holder = NULL, lease_until = NULL, "

@@ -1,0 +1,178 @@
+"""The world moves under a model: change-feed gaps, schema changes, outside writes, bad keys.
+
+One project, one model per case and setting, each on its own upstream, so a single `dbt run`
+exercises every case. After each run: the action taken, the message, and the target equals the
+from-scratch evaluation (or is untouched, for `fail`).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+
+import pytest
+
+from tests.functional.helpers import actions, assert_contract, history, rows, state, table_version
+from dbt.tests.util import run_dbt_and_capture
+
+CASES = ["vacuum", "cdf", "recreate", "schema", "logret", "written", "star"]
+SETTINGS = {"rebuild": "rebuild", "fail": "fail"}
+
+
+def model_sql(case: str, setting: str) -> str:
+    knob = "on_model_change" if case in ("written", "star") else "on_change_feed_gap"
+    select = "*" if case == "star" else "id, v"
+    return (
+        f"{{{{ config(materialized='batch_refresh', unique_key='id', {knob}='{setting}') }}}}\n"
+        f"select {select} from {{{{ target.schema }}}}.src_{case}_{setting}\n"
+    )
+
+
+MODELS = {f"{case}_{s}.sql": model_sql(case, s) for case in CASES for s in SETTINGS}
+MODELS.update({
+    "additive.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
+                    "select id, v from {{ target.schema }}.src_additive\n",
+    "dupkeys.sql": "{{ config(materialized='batch_refresh', unique_key='grp') }}\n"
+                   "select grp, v from {{ target.schema }}.src_dupkeys\n",
+    "nullkeys.sql": "{{ config(materialized='batch_refresh', unique_key='nk') }}\n"
+                    "select case when id = 3 then null else id end as nk, v "
+                    "from {{ target.schema }}.src_nullkeys\n",
+    "retention.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
+                     "select id, v from {{ target.schema }}.src_retention\n",
+})
+
+
+def create(project, name: str, extra: str = "", props: str = "") -> str:
+    relation = f"{project.test_schema}.{name}"
+    project.run_sql(
+        f"create table {relation} (id int, v int, grp int{extra}) using delta tblproperties "
+        f"(delta.enableChangeDataFeed = true{props})"
+    )
+    project.run_sql(f"insert into {relation} (id, v, grp) values (1, 10, 1), (2, 20, 1), (3, 30, 2)")
+    return relation
+
+
+def in_one_session(project, *statements: str) -> None:
+    # Session confs (the VACUUM retention check) hold only for the connection that sets them.
+    with project.adapter.connection_named("__session"):
+        for statement in statements:
+            project.adapter._run_sql(statement)
+
+
+def perturb(project, case: str, src: str) -> None:
+    if case == "vacuum":
+        project.run_sql(f"update {src} set v = v + 1 where id = 1")
+        in_one_session(project,
+                       "SET spark.databricks.delta.retentionDurationCheck.enabled=false",
+                       f"VACUUM {src} RETAIN 0 HOURS")
+    elif case == "cdf":
+        project.run_sql(f"alter table {src} set tblproperties (delta.enableChangeDataFeed = false)")
+        project.run_sql(f"update {src} set v = v + 1 where id = 1")
+        project.run_sql(f"alter table {src} set tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"update {src} set v = v + 1 where id = 2")
+    elif case == "recreate":
+        project.run_sql(f"drop table {src}")
+        project.run_sql(f"create table {src} (id int, v int, grp int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        for i in range(3):  # more commits than before, so the version does not go back
+            project.run_sql(f"insert into {src} values ({10 + i}, {i}, 1)")
+    elif case == "schema":
+        project.run_sql(f"alter table {src} set tblproperties ('delta.columnMapping.mode' = 'name', "
+                        f"'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+        project.run_sql(f"alter table {src} rename column grp to grp_renamed")
+        project.run_sql(f"update {src} set v = v + 1 where id = 1")
+    elif case == "logret":
+        # What log cleanup does once the log retention passed: commit files before the latest
+        # checkpoint are deleted, including the range the model has not consumed yet.
+        project.run_sql(f"alter table {src} set tblproperties ('delta.checkpointInterval' = '2')")
+        for _ in range(4):
+            project.run_sql(f"update {src} set v = v + 1 where id = 1")
+        location = rows(project, f"describe detail {src}")[0]["location"].removeprefix("file:")
+        for version in range(4):
+            os.remove(os.path.join(location, "_delta_log", f"{version:020d}.json"))
+    elif case in ("written", "star"):
+        project.run_sql(f"update {src} set v = v + 1 where id = 1")
+
+
+class TestWorldMoves:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return MODELS
+
+    def test_every_case(self, project, monkeypatch):
+        schema = project.test_schema
+        sources = {}
+        for case in CASES:
+            for s in SETTINGS:
+                sources[(case, s)] = create(project, f"src_{case}_{s}")
+        additive = create(project, "src_additive")
+        create(project, "src_dupkeys")
+        nullkeys = create(project, "src_nullkeys")
+        retention = create(project, "src_retention",
+                           props=", 'delta.deletedFileRetentionDuration' = 'interval 1 days'")
+
+        _, output = run_dbt_and_capture(["run"], expect_pass=False)
+        # bad keys fail before any target exists, with the offending keys and counts
+        assert "batch_refresh model 'dupkeys': bad unique_key" in output
+        assert "unique_key (grp) is not unique in the model output: (1) x2" in output
+        assert "batch_refresh model 'nullkeys': bad unique_key" in output
+        assert "1 output rows have a NULL in unique_key (nk)" in output
+        for model in ("dupkeys", "nullkeys"):
+            assert not rows(project, f"show tables in {schema} like '{model}'")
+            assert state(project, model)["phase"] == "idle"
+        project.run_sql(f"update {nullkeys} set id = 4 where id = 3")
+
+        # the world moves
+        for (case, s), src in sources.items():
+            perturb(project, case, src)
+            if case == "written":
+                project.run_sql(f"insert into {schema}.{case}_{s} values (99, 99)")
+            if case == "star":
+                project.run_sql(f"alter table {src} add columns (extra string)")
+        project.run_sql(f"alter table {additive} add columns (extra string)")
+        project.run_sql(f"insert into {additive} values (4, 40, 2, 'x')")
+        project.run_sql(f"update {additive} set v = 0, extra = 'y' where id = 1")
+        project.run_sql(f"update {retention} set v = 0 where id = 1")
+
+        untouched = {case: table_version(project, f"{schema}.{case}_fail") for case in CASES}
+        # 20 hours after the consumed commit: under a quarter of the 1-day retention is left
+        monkeypatch.setenv("BATCH_REFRESH_NOW",
+                           (datetime.now() + timedelta(hours=20)).isoformat(timespec="seconds"))
+        _, output = run_dbt_and_capture(["run", "--exclude", "dupkeys"], expect_pass=False)
+
+        expected_gap = {
+            "vacuum": "removed by VACUUM",
+            "cdf": "Change Data Feed was turned off",
+            "recreate": "dropped and recreated",
+            "schema": "incompatible schema change",
+            "logret": "older than the table's log retention",
+        }
+        for case, text in expected_gap.items():
+            last = history(project, f"{case}_rebuild")[-1]
+            assert last["action"] == "backfill", (case, last)
+            assert text in last["reason"], (case, last["reason"])
+            assert_contract(project, f"{case}_rebuild")
+            assert f"batch_refresh model '{case}_fail': the upstream change feed has a gap" in output
+            assert text in output
+            assert f"dbt run --select {case}_fail --full-refresh" in output
+        assert "changed outside batch_refresh" in history(project, "written_rebuild")[-1]["reason"]
+        assert_contract(project, "written_rebuild")
+        assert "batch_refresh model 'written_fail': the target" in output
+        assert "output columns changed" in history(project, "star_rebuild")[-1]["reason"]
+        assert_contract(project, "star_rebuild")
+        assert "batch_refresh model 'star_fail': the model's output columns changed" in output
+        for case in CASES:
+            assert actions(project, f"{case}_fail") == ["backfill"]
+            assert table_version(project, f"{schema}.{case}_fail") == untouched[case]
+            assert state(project, f"{case}_fail")["phase"] == "idle"
+        assert "Traceback" not in output
+
+        # additive upstream column the model does not select: a plain replay
+        assert actions(project, "additive") == ["backfill", "replay"]
+        assert_contract(project, "additive")
+        # retention guard
+        assert "upstream " + retention in output and "left before" in output
+        assert actions(project, "retention") == ["backfill", "replay"]
+        # fixed keys build
+        assert actions(project, "nullkeys") == ["backfill"]
+        assert_contract(project, "nullkeys")
