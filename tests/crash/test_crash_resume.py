@@ -70,6 +70,10 @@ def write_project(root: Path, schema: str) -> None:
     (root / "profiles.yml").write_text(
         "crash:\n  target: dev\n  outputs:\n    dev:\n      type: spark_batch_refresh\n"
         f"      method: session\n      schema: {schema}\n      session_dir: {root / 'spark'}\n"
+        "      server_side_parameters:\n"
+        "        spark.sql.shuffle.partitions: '2'\n"
+        "        spark.databricks.delta.snapshotPartitions: '2'\n"
+        "        spark.driver.extraJavaOptions: '-XX:TieredStopAtLevel=1 -XX:+UseParallelGC'\n"
     )
 
 

@@ -12,6 +12,15 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 STATE_SUFFIX = "_batch_refresh"
 
 
+def sources_yml(*tables: str) -> str:
+    """A `raw` source in the test schema with the given tables."""
+    listed = "".join(f"\n      - name: {t}" for t in tables)
+    return (
+        "version: 2\nsources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n"
+        f"    tables:{listed}\n"
+    )
+
+
 def rows(project: Any, sql: str) -> List[Dict[str, Any]]:
     # The adapter's own fetch keeps Spark's values (maps, timestamps) instead of agate's text.
     with project.adapter.connection_named("__test"):

@@ -11,18 +11,12 @@ from tests.functional.helpers import (
     rows,
     run_fails,
     run_ok,
+    sources_yml,
     state,
     table_version,
 )
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: src_orders
-"""
+SOURCES = sources_yml("src_orders")
 
 ROWWISE = """
 {{ config(materialized='batch_refresh', unique_key='id') }}

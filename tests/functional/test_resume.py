@@ -6,16 +6,19 @@ import json
 
 import pytest
 
-from tests.functional.helpers import actions, assert_contract, rows, run_fails, run_ok, state
+from dbt.tests.util import run_dbt_and_capture
 
-SOURCES = """
-version: 2
-sources:
-  - name: raw
-    schema: "{{ target.schema }}"
-    tables:
-      - name: src
-"""
+from tests.functional.helpers import (
+    actions,
+    assert_contract,
+    rows,
+    run_fails,
+    run_ok,
+    sources_yml,
+    state,
+)
+
+SOURCES = sources_yml("src")
 MODEL = """
 {{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=5) }}
 select id, v * 10 as v10 from {{ source('raw', 'src') }} where v >= 0
@@ -62,7 +65,6 @@ class TestErrorThenResume:
         monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
         output = run_fails(["run"])
         assert "holds the lease" in output and "batch_refresh_unlock" in output
-        from dbt.tests.util import run_dbt_and_capture
         _, refused = run_dbt_and_capture(["run-operation", "batch_refresh_unlock", "--args", "{model: chunky}"])
         assert "refusing" in refused
         _, cleared = run_dbt_and_capture(
