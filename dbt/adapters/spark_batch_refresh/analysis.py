@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
 
 import sqlglot
 from sqlglot import exp
@@ -202,26 +202,3 @@ def over_changes(
                 ),
             )
     return tree.sql(dialect=DIALECT)
-
-
-def output_columns(sql: str) -> Optional[List[str]]:
-    """Names of the model's output columns when the SQL states them all (no `*`)."""
-    try:
-        tree = _parse(sql)
-    except ParseError:
-        return None
-    if not isinstance(tree, exp.Query):
-        return None
-    names = []
-    for projection in tree.selects:
-        if isinstance(projection, exp.Star) or projection.find(exp.Star) is not None:
-            return None
-        name = projection.alias_or_name
-        if not name:
-            return None
-        names.append(name)
-    return names
-
-
-def versions_json(versions: Dict[str, int]) -> str:
-    return json.dumps(versions, sort_keys=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Dict, List, Mapping, Optional
 
 from importlib import import_module
@@ -142,7 +141,3 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             f"{model_id}: lease cleared (phase {row.phase}); the next run "
             + ("resumes the interrupted refresh." if row.phase != "idle" else "refreshes normally.")
         )
-
-    @available
-    def batch_refresh_now(self) -> datetime:
-        return current_time()
