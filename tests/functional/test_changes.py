@@ -7,6 +7,7 @@ from-scratch evaluation (or is untouched, for `fail`).
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 
 import pytest
@@ -14,12 +15,12 @@ import pytest
 from tests.functional.helpers import actions, assert_contract, history, rows, state, table_version
 from dbt.tests.util import run_dbt_and_capture
 
-CASES = ["vacuum", "cdf", "recreate", "schema", "written", "star"]
+CASES = ["vacuum", "cdf", "recreate", "schema", "logret", "written", "star", "edit"]
 SETTINGS = {"rebuild": "rebuild", "fail": "fail"}
 
 
 def model_sql(case: str, setting: str) -> str:
-    knob = "on_model_change" if case in ("written", "star") else "on_change_feed_gap"
+    knob = "on_model_change" if case in ("written", "star", "edit") else "on_change_feed_gap"
     select = "*" if case == "star" else "id, v"
     return (
         f"{{{{ config(materialized='batch_refresh', unique_key='id', {knob}='{setting}') }}}}\n"
@@ -80,8 +81,25 @@ def perturb(project, case: str, src: str) -> None:
                         f"'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
         project.run_sql(f"alter table {src} rename column grp to grp_renamed")
         project.run_sql(f"update {src} set v = v + 1 where id = 1")
-    elif case in ("written", "star"):
+    elif case == "logret":
+        # What log cleanup does once the log retention passed: commit files before the latest
+        # checkpoint are deleted, including the range the model has not consumed yet.
+        project.run_sql(f"alter table {src} set tblproperties ('delta.checkpointInterval' = '2')")
+        for _ in range(4):
+            project.run_sql(f"update {src} set v = v + 1 where id = 1")
+        location = rows(project, f"describe detail {src}")[0]["location"].removeprefix("file:")
+        for version in range(4):
+            os.remove(os.path.join(location, "_delta_log", f"{version:020d}.json"))
+    elif case in ("written", "star", "edit"):
         project.run_sql(f"update {src} set v = v + 1 where id = 1")
+    if case == "edit":
+        # someone edits the model's SQL between runs
+        for setting in SETTINGS:
+            path = os.path.join(project.project_root, "models", f"edit_{setting}.sql")
+            with open(path) as handle:
+                text = handle.read()
+            with open(path, "w") as handle:
+                handle.write(text.replace("select id, v from", "select id, v + 1 as v from"))
 
 
 class TestWorldMoves:
@@ -135,6 +153,7 @@ class TestWorldMoves:
             "cdf": "Change Data Feed was turned off",
             "recreate": "dropped and recreated",
             "schema": "incompatible schema change",
+            "logret": "older than the table's log retention",
         }
         for case, text in expected_gap.items():
             last = history(project, f"{case}_rebuild")[-1]
@@ -150,6 +169,9 @@ class TestWorldMoves:
         assert "output columns changed" in history(project, "star_rebuild")[-1]["reason"]
         assert_contract(project, "star_rebuild")
         assert "batch_refresh model 'star_fail': the model's output columns changed" in output
+        assert history(project, "edit_rebuild")[-1]["reason"] == "model changed since the last build"
+        assert_contract(project, "edit_rebuild")
+        assert "batch_refresh model 'edit_fail': the model changed since its last build" in output
         for case in CASES:
             assert actions(project, f"{case}_fail") == ["backfill"]
             assert table_version(project, f"{schema}.{case}_fail") == untouched[case]
