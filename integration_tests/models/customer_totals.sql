@@ -1,7 +1,7 @@
 {{ config(unique_key='customer_id') }}
 
--- Join + aggregate: refreshed by a full recompute whose difference is merged (only changed
--- rows are written).
+-- Join + aggregate: replayed by affected keys. A changed order recomputes only its customer's
+-- row (found by joining the order's change rows to customers); a changed customer only itself.
 select
     c.customer_id,
     c.name,

@@ -50,12 +50,17 @@
 {% macro spark_batch_refresh__raw_config() -%}
   {#- Only the configs the refresh logic reads; Python validates them all at once. -#}
   {%- set raw = {} -%}
-  {%- for name in ['unique_key', 'refresh_interval', 'refresh_mode', 'on_model_change',
-                   'on_change_feed_gap', 'merge_chunk_rows', 'lease_timeout', 'file_format',
-                   'tblproperties'] -%}
+  {%- for name in spark_batch_refresh__config_names() -%}
     {%- do raw.update({name: config.get(name)}) -%}
   {%- endfor -%}
   {{ return(raw) }}
+{%- endmacro %}
+
+
+{% macro spark_batch_refresh__config_names() -%}
+  {{ return(['unique_key', 'refresh_interval', 'refresh_mode', 'on_model_change',
+             'on_change_feed_gap', 'merge_chunk_rows', 'lease_timeout', 'file_format',
+             'tblproperties']) }}
 {%- endmacro %}
 
 

@@ -9,7 +9,9 @@ from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint, 
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 ROWWISE = analyze("select id, v from s.t where v > 0")
-JOIN = analyze("select a.id, b.v from s.t a join s.u b on a.id = b.id")
+JOIN = analyze("select a.id, b.v from s.t a join s.u b on a.id = b.id", ("id",))
+WINDOW = analyze("select a.id, row_number() over (order by b.v) as r from s.t a join s.u b "
+                 "on a.id = b.id", ("id",))
 
 
 def plan(state=None, latest=None, config=None, analysis=ROWWISE, now=T0, **kw):
@@ -75,13 +77,25 @@ def test_gate_does_not_open_without_change():
 
 def test_auto_falls_back_to_full_with_reason():
     p = plan(ModelState("fp", {"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)}),
+             latest={"s.t": UpstreamPoint(2, T0), "s.u": UpstreamPoint(1, T0)}, analysis=WINDOW)
+    assert p.action == "full" and "window function" in p.fallback_reason
+
+
+def test_join_replays_by_affected_keys():
+    p = plan(ModelState("fp", {"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)}),
              latest={"s.t": UpstreamPoint(2, T0), "s.u": UpstreamPoint(1, T0)}, analysis=JOIN)
-    assert p.action == "full" and "2 upstream" in p.fallback_reason
+    assert p.action == "replay" and p.fallback_reason is None
+
+
+def test_wrong_unique_key_is_an_error():
+    wrong = analyze("select k, sum(v) as total from s.t group by k", ("total",))
+    with pytest.raises(BatchRefreshUserError, match="is an aggregate"):
+        plan(analysis=wrong, config={"unique_key": "total"})
 
 
 def test_incremental_mode_refuses_unsound_model():
     with pytest.raises(BatchRefreshUserError, match="refresh_mode='incremental'"):
-        plan(analysis=JOIN, latest={"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)},
+        plan(analysis=WINDOW, latest={"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)},
              config={"unique_key": "id", "refresh_mode": "incremental"})
 
 

@@ -17,9 +17,12 @@ def test_merge_updates_only_changed_rows():
 
 
 def test_staging_affected_restricts_and_tombstones():
-    sql = sqlgen.staging_affected("SELECT id, v FROM s.t", "SELECT id FROM x", ["id"])
+    sql = sqlgen.staging_affected("SELECT id, v FROM s.t", "_keys", ["id"])
+    assert "WITH _br_affected AS (SELECT `id` FROM _keys)" in sql
     assert "WHERE `id` IN (SELECT `id` FROM _br_affected)" in sql
     assert "LEFT JOIN _br_rows" in sql and "_br_k_0" in sql
+    keys = sqlgen.affected_keys(["SELECT `id` FROM a", "SELECT `id` FROM b"], ["id"])
+    assert keys.startswith("SELECT DISTINCT `id` FROM (") and "UNION ALL" in keys
 
 
 def test_model_columns_drop_bookkeeping():

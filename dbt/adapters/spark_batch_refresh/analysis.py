@@ -11,11 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
+
+from dbt.adapters.spark_batch_refresh import keypath as kp
 
 DIALECT = "spark"
 
@@ -42,8 +44,15 @@ CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 class Analysis:
     upstreams: Tuple[str, ...]
     shape: str  # "rowwise" | "general" | "unparsed"
-    reason: Optional[str]  # why the model cannot replay row-wise (None when it can)
+    reason: Optional[str]  # why the model is not row-wise over one upstream (None when it is)
     normalized_sql: str
+    # The key replay uses: the configured unique_key, else the one inferred from the query.
+    key: Tuple[str, ...] = ()
+    inferred_key: Tuple[str, ...] = ()
+    key_errors: Tuple[str, ...] = ()  # a configured unique_key the query proves wrong
+    # Why affected-key replay is unsound for this model and key (None when it is sound).
+    incremental_reason: Optional[str] = None
+    key_paths: Tuple[kp.KeyPath, ...] = ()
 
     @property
     def rowwise(self) -> bool:
@@ -124,20 +133,148 @@ def nondeterministic_function(tree: exp.Expression) -> Optional[str]:
     return None
 
 
-def analyze(sql: str) -> Analysis:
+def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
     try:
         tree = _parse(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
-        return Analysis((), "unparsed", f"the SQL parser cannot read the model: {exc}",
-                        " ".join(sql.split()))
+        reason = f"the SQL parser cannot read the model: {exc}"
+        return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
+                        incremental_reason=reason)
     if not isinstance(tree, (exp.Query,)):
-        return Analysis((), "unparsed", "the model is not a single SELECT query",
-                        " ".join(sql.split()))
+        reason = "the model is not a single SELECT query"
+        return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
+                        incremental_reason=reason)
     tables = _physical_tables(tree)
     upstreams = tuple(sorted({table_name(t) for t in tables}))
     blocker = _rowwise_blocker(tree, tables)
     normalized = tree.sql(dialect=DIALECT, normalize=True)
-    return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized)
+    inferred = infer_key(tree)
+    key = tuple(unique_key) or inferred
+    paths: Tuple[kp.KeyPath, ...] = ()
+    try:
+        reason = _global_blocker(tree, tables)
+        if reason is None and not key:
+            reason = ("has no unique_key and none can be inferred (the output is not a "
+                      "GROUP BY or SELECT DISTINCT over projected columns)")
+        if reason is None:
+            paths = key_paths(tree, key)
+    except kp.NotIncremental as exc:
+        reason = str(exc)
+    return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
+                    key=key, inferred_key=inferred,
+                    key_errors=tuple(key_errors(tree, unique_key)),
+                    incremental_reason=reason, key_paths=paths)
+
+
+def _global_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[str]:
+    """Reasons that hold whichever upstream changes."""
+    if tree.find(exp.Limit) is not None or tree.find(exp.Offset) is not None:
+        return "has LIMIT (which rows survive depends on all the others)"
+    blocker = nondeterministic_function(tree)
+    if blocker:
+        return f"calls the non-deterministic function {blocker}()"
+    if any(t.args.get("version") for t in tables):
+        return "pins an upstream with its own time travel clause"
+    if not tables:
+        return "reads no upstream table"
+    return None
+
+
+def key_paths(tree: exp.Expression, key: Sequence[str]) -> Tuple[kp.KeyPath, ...]:
+    """How change rows of each scan reach the output key; raises NotIncremental."""
+    inlined = kp.inline_ctes(tree)
+    paths = []
+    for occurrence in kp.occurrences(inlined):
+        source = kp.change_source(occurrence.upstream, 1, 1)
+        _, path = kp.affected_keys(inlined, occurrence.index, key, source)
+        paths.append(path)
+    return tuple(paths)
+
+
+def affected_keys_sql(
+    sql: str,
+    key: Sequence[str],
+    ranges: Mapping[str, Tuple[int, int]],
+    new: Mapping[str, int],
+    old: Mapping[str, int],
+    columns_of: Optional[Callable[[str], Sequence[str]]] = None,
+) -> List[str]:
+    """One query per (changed scan, version variant) yielding a superset of affected keys.
+
+    Other scans are pinned at the new versions; when another scan's table moved too, a second
+    variant pins them at the old versions as well, so that a row that changed on both sides
+    of a join is matched against the partner it had before as well as the one it has now.
+    """
+    inlined = kp.inline_ctes(_parse(sql))
+    scans = kp.occurrences(inlined)
+    parts = []
+    for occ in scans:
+        if occ.upstream not in ranges:
+            continue
+        start, end = ranges[occ.upstream]
+        columns = (columns_of(occ.upstream) if columns_of is not None
+                   and kp.star_on_path(inlined, occ.index) else None)
+        source = kp.change_source(occ.upstream, start, end, columns)
+        others_moved = any(o.upstream in ranges for o in scans if o.index != occ.index)
+        for pins in [new, old] if others_moved else [new]:
+            query, _ = kp.affected_keys(inlined, occ.index, key, source, pins)
+            parts.append(query.sql(dialect=DIALECT))
+    return parts
+
+
+def _output_select(tree: exp.Expression) -> Optional[exp.Select]:
+    while isinstance(tree, (exp.Union, exp.Subquery)):
+        tree = tree.this
+    return tree if isinstance(tree, exp.Select) else None
+
+
+def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
+    """The GROUP BY keys (or all columns of a SELECT DISTINCT), when all are projected."""
+    select = tree if isinstance(tree, exp.Select) else None
+    if select is None or any(p.is_star for p in select.expressions):
+        return ()
+    group = select.args.get("group")
+    if group is not None and group.expressions:
+        names = []
+        for expr in group.expressions:
+            if isinstance(expr, exp.Literal) and expr.is_int:  # GROUP BY 1: an ordinal
+                position = int(expr.name) - 1
+                if not 0 <= position < len(select.expressions):
+                    return ()
+                names.append(select.expressions[position].alias_or_name)
+                continue
+            match = next((p for p in select.expressions
+                          if p.unalias() == expr or (isinstance(expr, exp.Column) and not expr.table
+                                                     and p.alias_or_name.lower() == expr.name.lower()
+                                                     and not p.find(exp.AggFunc))), None)
+            if match is None:
+                return ()
+            names.append(match.alias_or_name)
+        return tuple(dict.fromkeys(names))
+    if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
+        return tuple(p.alias_or_name for p in select.expressions)
+    return ()
+
+
+def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:
+    """A configured unique_key that the query proves wrong."""
+    select = _output_select(tree)
+    if select is None or not unique_key:
+        return []
+    outputs = {p.alias_or_name.lower(): p for p in select.expressions if not p.is_star}
+    star = any(p.is_star for p in select.expressions)
+    errors = []
+    for column in unique_key:
+        projection = outputs.get(column.lower())
+        if projection is None and not star:
+            errors.append(f"unique_key column '{column}' is not an output column of the model "
+                          f"(its columns: {', '.join(p.alias_or_name for p in select.expressions)})")
+        elif projection is not None and any(
+                a.find_ancestor(exp.Select) is select for a in projection.find_all(exp.AggFunc)):
+            errors.append(f"unique_key column '{column}' is an aggregate "
+                          f"({projection.unalias().sql(dialect=DIALECT)}), which cannot identify "
+                          "an output row")
+    return errors
 
 
 def fingerprint(analysis: Analysis, parts: Mapping[str, Any]) -> str:

@@ -50,6 +50,7 @@ Fetch = Callable[[str], List[Dict[str, Any]]]
 Run = Callable[[str], None]
 
 NOW_ENV = "BATCH_REFRESH_NOW"  # testing aid: a fixed clock for the interval gate
+TRACE_ENV = "BATCH_REFRESH_TRACE"  # profiling aid: append each statement's seconds and SQL here
 
 
 def current_time() -> datetime:
@@ -87,6 +88,9 @@ class RefreshResult:
     staged_rows: int = 0
     next_due: Optional[str] = None
     duration_s: float = 0.0
+    chunks: int = 0
+    statements: int = 0  # SQL statements this refresh issued
+    writes: int = 0  # of which Delta writes (each one commit)
 
     @property
     def rows_affected(self) -> int:
@@ -115,10 +119,46 @@ class RefreshResult:
         return data
 
 
+_WRITE_PREFIXES = ("MERGE", "INSERT", "UPDATE", "DELETE", "CREATE OR REPLACE TABLE",
+                   "CREATE TABLE", "ALTER TABLE")
+
+
+class _Meter:
+    """Counts and times the statements of one refresh (for run results and benchmarks)."""
+
+    def __init__(self, fetch: Fetch, run: Run) -> None:
+        self._inner_fetch, self._inner_run = fetch, run
+        self.statements = 0
+        self.writes = 0
+        self.slowest: List[tuple[float, str]] = []
+
+    def _timed(self, call: Callable[[str], Any], sql: str) -> Any:
+        started = time.monotonic()
+        try:
+            return call(sql)
+        finally:
+            elapsed = time.monotonic() - started
+            self.statements += 1
+            self.writes += sql.lstrip().upper().startswith(_WRITE_PREFIXES)
+            self.slowest = sorted(self.slowest + [(elapsed, sql.split("\n", 1)[0][:90])],
+                                  reverse=True)[:5]
+            trace = os.environ.get(TRACE_ENV)
+            if trace:
+                with open(trace, "a") as handle:
+                    handle.write(f"{elapsed:8.3f}\t{' '.join(sql.split())[:400]}\n")
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        return self._timed(self._inner_fetch, sql)
+
+    def run(self, sql: str) -> None:
+        self._timed(self._inner_run, sql)
+
+
 class Refresher:
     def __init__(self, fetch: Fetch, run: Run) -> None:
-        self._fetch = fetch
-        self._run = run
+        self._meter = _Meter(fetch, run)
+        self._fetch = self._meter.fetch
+        self._run = self._meter.run
 
     # ---------------------------------------------------------------- reading upstreams
     def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
@@ -136,7 +176,7 @@ class Refresher:
             return None
         return UpstreamPoint(int(rows[0]["version"]), rows[0]["timestamp"])
 
-    def _details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
+    def details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
         """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
         found = {}
         for upstream in upstreams:
@@ -149,8 +189,10 @@ class Refresher:
     def refresh(self, req: RefreshRequest) -> RefreshResult:
         started = time.monotonic()
         config = parse_config(req.model, req.raw_config)
-        analysis = sa.analyze(req.sql)
+        analysis = sa.analyze(req.sql, config.unique_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
+        # From here on the key is the configured one or the one inferred from GROUP BY.
+        config = replace(config, unique_key=analysis.key)
         store = StateStore(req.state_schema, self._fetch, self._run)
         store.ensure()
         row = store.read(req.model_id)
@@ -194,15 +236,12 @@ class Refresher:
             next_due=plan.next_due.isoformat(sep=" ") if plan.next_due else None,
         )
         if not plan.writes:
-            result.duration_s = time.monotonic() - started
+            self._finish_metrics(result, started)
             return result
 
         run_id = uuid.uuid4().hex[:12]
         plan_json = row.plan if resumed and row is not None and row.plan else {
-            **_plan_to_json(plan), "plan_id": run_id,
-            "generation": run_id if plan.action == BACKFILL
-            else ((row.generation if row else None) or run_id),
-        }
+            **_plan_to_json(plan), "plan_id": run_id}
         plan_id = str(plan_json.get("plan_id") or run_id)
         result.run_id = plan_id
         holder = f"{socket.gethostname()}:{os.getpid()}"
@@ -216,30 +255,34 @@ class Refresher:
 
         phase = row.phase if resumed and row is not None else "refreshing"
         ctx = _RunContext(req, config, analysis, plan, store, run_id, plan_id,
-                          str(plan_json["generation"]), _staging_name(req.target), result,
+                          _staging_name(req.target), f"_br_staging_{plan_id}", result,
                           touched=phase in ("merging", "cleanup"))
         try:
-            if phase == "refreshing" or (phase == "merging" and not self._staging_ready(ctx)):
+            if phase != "merging" or not self._staging_ready(ctx):
+                # Nothing durable before the merge phase: staging is recomputed from the pinned
+                # versions, and chunks the target history shows as committed are skipped.
                 self._refreshing(ctx)
-                phase = "merging"
-            if phase == "merging":
-                self._merging(ctx)
-                fail_point("before_cleanup")
-                store.begin_cleanup(
-                    model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
-                    consumed=ctx.plan.pinned, generation=ctx.generation, action=ctx.plan.action,
-                    target_version=self._version(req.target), now=current_time(),
-                )
-            result.duration_s = time.monotonic() - started
+            self._merging(ctx)
+            fail_point("before_cleanup")
+            result.chunks = ctx.chunks
+            self._finish_metrics(result, started)
             store.record(self._history_values(ctx, now, "success",
                                               f"resumed by run {run_id}" if resumed else ""))
-            self._run(f"DROP TABLE IF EXISTS {ctx.staging}")
+            store.complete(
+                model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
+                consumed=ctx.plan.pinned, action=ctx.plan.action,
+                target_version=self._version(req.target), now=current_time(),
+            )
+            self._drop_staging(ctx)
+            self._finish_metrics(result, started)  # the result counts the cleanup as well
             fail_point("after_cleanup")
-            store.finish(req.model_id, run_id, current_time())
         except BatchRefreshUserError as exc:
+            self._drop_view(ctx)
             self._release(ctx, exc)
             raise
         except Exception as exc:
+            # A persisted staging table stays: the resumed run merges its remaining chunks.
+            self._drop_view(ctx)
             self._release(ctx, exc)
             raise BatchRefreshRuntimeError(
                 f"batch_refresh model '{req.model}': {plan.action} failed: {exc}\n"
@@ -248,6 +291,12 @@ class Refresher:
                    "The target was not touched; the next `dbt run` starts the refresh again.")
             ) from exc
         return result
+
+    def _finish_metrics(self, result: RefreshResult, started: float) -> None:
+        result.duration_s = time.monotonic() - started
+        result.statements, result.writes = self._meter.statements, self._meter.writes
+        logger.debug("batch_refresh slowest statements: " + "; ".join(
+            f"{secs:.2f}s {sql}" for secs, sql in self._meter.slowest))
 
     # ---------------------------------------------------------------- phases
     def _release(self, ctx: "_RunContext", exc: BaseException) -> None:
@@ -265,7 +314,7 @@ class Refresher:
     def _validate_backfill(self, req: RefreshRequest, config: BatchRefreshConfig,
                            plan: Plan) -> Plan:
         """Every Delta upstream has its change feed on; pin the table ids seen."""
-        details = self._details(list(plan.pinned))
+        details = self.details(list(plan.pinned))
         missing = [] if config.refresh_mode == "full" else [
             u for u, (_, props) in details.items()
             if props.get("delta.enableChangeDataFeed", "false").lower() != "true"
@@ -291,7 +340,7 @@ class Refresher:
         on_model_change.
         """
         moved = [u for u, p in plan.pinned.items() if p.version > plan.consumed[u].version]
-        details = self._details(moved)
+        details = self.details(moved)
         for upstream in moved:
             seen, (table_id, props) = plan.consumed[upstream], details[upstream]
             if seen.table_id and table_id and seen.table_id != table_id:
@@ -355,10 +404,34 @@ class Refresher:
         return None
 
     def _staging_ready(self, ctx: "_RunContext") -> bool:
+        """A multi-chunk merge was under way: its Delta staging table is still there."""
         if ctx.plan.action == REPLAY and not ctx.config.unique_key:
-            return True  # the append path stages nothing
+            return False  # the append path stages nothing
         schema, _, name = ctx.staging.replace("`", "").rpartition(".")
-        return bool(self._fetch(f"SHOW TABLES IN {schema} LIKE '{name}'"))
+        if not self._fetch(f"SHOW TABLES IN {schema} LIKE '{name}'"):
+            return False
+        row = ctx.store.read(ctx.req.model_id)
+        ctx.chunks = max(1, int((row.chunks_total if row else 0) or 1))
+        ctx.result.staged_rows = int((row.staged_rows if row else 0) or 0)
+        ctx.source = ctx.staging
+        return True
+
+    def _drop_staging(self, ctx: "_RunContext") -> None:
+        if ctx.plan.action == REPLAY and ctx.config.unique_key:
+            self._run(f"DROP VIEW IF EXISTS {ctx.keys}")
+        if ctx.source == ctx.staging:
+            self._run(f"DROP TABLE IF EXISTS {ctx.staging}")
+        elif ctx.source == ctx.view:
+            self._run(f"DROP VIEW IF EXISTS {ctx.view}")
+
+    def _drop_view(self, ctx: "_RunContext") -> None:
+        if ctx.source != ctx.view:
+            return
+        try:
+            self._run(f"DROP VIEW IF EXISTS {ctx.keys}")
+            self._run(f"DROP VIEW IF EXISTS {ctx.view}")
+        except Exception:  # noqa: BLE001 - cleanup after a failure must not hide the failure
+            pass
 
     def _refreshing(self, ctx: "_RunContext") -> None:
         """Phase 1: write the staging table (nothing touches the target yet)."""
@@ -377,12 +450,21 @@ class Refresher:
             ctx.result.action, ctx.result.reason, ctx.result.mode = (
                 ctx.plan.action, ctx.plan.reason, ctx.plan.mode)
             ctx.store.replan(ctx.req.model_id, ctx.run_id,
-                             {**_plan_to_json(ctx.plan), "plan_id": ctx.plan_id,
-                              "generation": ctx.plan_id}, current_time())
-            ctx.generation = ctx.plan_id
+                             {**_plan_to_json(ctx.plan), "plan_id": ctx.plan_id}, current_time())
             chunks = self._stage_or_guard(ctx)
-        ctx.store.begin_merging(ctx.req.model_id, ctx.run_id, chunks, ctx.result.staged_rows,
-                                current_time())
+        ctx.chunks = chunks
+        if chunks > 1:
+            # Several commits: persist staging so a resumed run merges the remaining chunks
+            # without recomputing it, and record the progress for status output.
+            if ctx.source == ctx.view:
+                self._run(f"CREATE OR REPLACE TABLE {ctx.staging} USING delta "
+                          f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS "
+                          f"SELECT * FROM {ctx.view}")
+                self._run(f"DROP VIEW IF EXISTS {ctx.view}")
+                ctx.source = ctx.staging
+            ctx.store.begin_merging(ctx.req.model_id, ctx.run_id, chunks, ctx.result.staged_rows,
+                                    current_time())
+        fail_point("after_staging")
 
     def _stage_or_guard(self, ctx: "_RunContext") -> int:
         """Stage the plan; the chunk count it needs."""
@@ -392,7 +474,6 @@ class Refresher:
             return 1
         else:
             self._stage(ctx)
-            fail_point("after_staging")
             return 1 if plan.action == BACKFILL or not config.unique_key else max(
                 1, math.ceil(ctx.result.staged_rows / config.merge_chunk_rows))
 
@@ -401,32 +482,40 @@ class Refresher:
         pinned = plan.versions_to()
         model_sql = sa.pin_versions(req.sql, pinned) if analysis.shape != "unparsed" else req.sql
         if plan.action == REPLAY:
-            parts = []
-            for upstream, point in plan.pinned.items():
-                start = plan.consumed[upstream].version + 1
-                if start > point.version:
-                    continue
-                parts.append(sa.over_changes(req.sql, upstream, start, point.version, pinned=pinned))
-            affected = "\nUNION ALL\n".join(
-                f"SELECT {', '.join(sqlgen.q(k) for k in config.unique_key)} FROM ({p}) _br_u{i}"
-                for i, p in enumerate(parts)
-            )
-            select = sqlgen.staging_affected(model_sql, affected, config.unique_key)
+            ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
+                      if p.version > plan.consumed[u].version}
+            parts = sa.affected_keys_sql(req.sql, config.unique_key, ranges, pinned,
+                                         plan.versions_from(), self._table_columns)
+            # The keys are computed (and cached) on their own: one plan holding the model once
+            # per changed scan plus the model again grows past what Spark plans quickly.
+            self._run(f"DROP VIEW IF EXISTS {ctx.keys}")
+            self._run(f"CACHE TABLE {ctx.keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
+            select = sqlgen.staging_affected(model_sql, ctx.keys, config.unique_key)
         else:
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
-        self._run(
-            f"CREATE OR REPLACE TABLE {ctx.staging} USING delta "
-            f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS\n{select}"
-        )
+        if plan.action == REPLAY:
+            # A replay's staging (the affected keys' rows) is computed once into the session's
+            # cache, not a Delta commit; a merge of several chunks persists it first (see
+            # _refreshing). Backfills and full recomputes are table-sized: Delta staging.
+            self._run(f"DROP VIEW IF EXISTS {ctx.view}")
+            self._run(f"CACHE TABLE {ctx.view} AS\n{select}")
+            ctx.source = ctx.view
+        else:
+            self._run(f"CREATE OR REPLACE TABLE {ctx.staging} USING delta "
+                      f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS\n{select}")
+            ctx.source = ctx.staging
         if config.unique_key:
             self._check_keys(ctx)
         else:
-            rows = self._fetch(f"SELECT count(*) AS staged FROM {ctx.staging}")
+            rows = self._fetch(f"SELECT count(*) AS staged FROM {ctx.source}")
             ctx.result.staged_rows = int(rows[0]["staged"])
 
+    def _table_columns(self, relation: str) -> List[str]:
+        return self._columns(sa.quote_relation(relation))
+
     def _check_keys(self, ctx: "_RunContext") -> None:
-        config, staging = ctx.config, ctx.staging
+        config, staging = ctx.config, ctx.source
         quality = self._fetch(sqlgen.key_quality(staging, config.unique_key))[0]
         ctx.result.staged_rows = int(quality["staged"])
         key = ", ".join(config.unique_key)
@@ -441,7 +530,6 @@ class Refresher:
             )
             problems.append(f"unique_key ({key}) is not unique in the model output: {shown}.")
         if problems:
-            self._run(f"DROP TABLE IF EXISTS {staging}")
             raise BatchRefreshUserError(
                 ctx.req.model, "bad unique_key; the target was not touched",
                 problems + ["Fix: choose a unique_key that identifies one output row, or "
@@ -456,9 +544,7 @@ class Refresher:
         to find the chunks that committed and continues after them; should it re-apply one,
         Delta skips the repeated (app id, version).
         """
-        row = ctx.store.read(ctx.req.model_id)
-        chunks = max(1, int((row.chunks_total if row else 0) or 1))
-        ctx.result.staged_rows = int((row.staged_rows if row else 0) or ctx.result.staged_rows)
+        chunks = ctx.chunks
         done = self._committed_chunks(ctx, chunks)
         ctx.touched = True
         columns: Optional[List[str]] = None
@@ -469,15 +555,18 @@ class Refresher:
                 if ctx.plan.action == REPLAY and not ctx.config.unique_key:
                     self._append(ctx)
                 else:
-                    columns = columns or sqlgen.model_columns(self._columns(ctx.staging))
+                    columns = columns or sqlgen.model_columns(self._columns(ctx.source))
                     self._apply_chunk(ctx, columns, chunk, chunks)
-            ctx.store.chunk_done(ctx.req.model_id, ctx.run_id, chunk, current_time(),
-                                 current_time() + timedelta(seconds=ctx.config.lease_timeout_s))
+            if chunks > 1:
+                # progress for status output (and a lease extension); a single chunk's
+                # tagged commit in the target history is record enough
+                ctx.store.chunk_done(ctx.req.model_id, ctx.run_id, chunk, current_time(),
+                                     current_time() + timedelta(seconds=ctx.config.lease_timeout_s))
             fail_point(f"after_chunk:{chunk}")
 
     def _committed_chunks(self, ctx: "_RunContext", chunks: int) -> set[int]:
-        if ctx.req.target_kind == "none" and ctx.plan.action == BACKFILL and not ctx.resumed:
-            return set()
+        if not ctx.resumed and ctx.plan_id == ctx.run_id:
+            return set()  # a plan made by this run cannot have committed anything yet
         try:
             history = self._fetch(f"DESCRIBE HISTORY {ctx.req.target} LIMIT {chunks + 20}")
         except DbtRuntimeError:
@@ -493,7 +582,7 @@ class Refresher:
         return done
 
     def _apply_chunk(self, ctx: "_RunContext", columns: List[str], chunk: int, chunks: int) -> None:
-        req, config, plan, staging, result = ctx.req, ctx.config, ctx.plan, ctx.staging, ctx.result
+        req, config, plan, staging, result = ctx.req, ctx.config, ctx.plan, ctx.source, ctx.result
         if plan.action == BACKFILL:
             if req.target_kind == "other":
                 self._run(f"DROP TABLE IF EXISTS {req.target}")
@@ -615,10 +704,17 @@ class _RunContext:
     store: StateStore
     run_id: str
     plan_id: str
-    generation: str
-    staging: str
+    staging: str  # Delta staging table (multi-chunk merges)
+    view: str  # cached temp view the staging rows are computed into
+
+    @property
+    def keys(self) -> str:
+        """Cached temp view of a replay's affected keys."""
+        return f"{self.view}_keys"
     result: RefreshResult
     touched: bool = False
+    source: str = ""  # what the merge reads: `view`, or `staging` once persisted
+    chunks: int = 1
 
     @property
     def resumed(self) -> bool:

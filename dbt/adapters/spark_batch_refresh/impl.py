@@ -12,7 +12,12 @@ from dbt.adapters.base.meta import available
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.spark.impl import SparkAdapter
 
+from dbt_common.exceptions import DbtRuntimeError
+
 from dbt.adapters.spark_batch_refresh import __version__
+from dbt.adapters.spark_batch_refresh import explain
+from dbt.adapters.spark_batch_refresh.analysis import analyze
+from dbt.adapters.spark_batch_refresh.config import parse_config
 from dbt.adapters.spark_batch_refresh import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.executor import (
@@ -40,6 +45,10 @@ class BatchRefreshResponse(AdapterResponse):
     staged_rows: int = 0
     next_due: Optional[str] = None
     run_id: Optional[str] = None
+    chunks: int = 0
+    statements: int = 0
+    writes: int = 0
+    duration_s: float = 0.0
 
 
 class SparkBatchRefreshAdapter(SparkAdapter):
@@ -99,7 +108,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             **{k: data[k] for k in (
                 "action", "reason", "mode", "resumed", "fallback_reason", "versions_from",
                 "versions_to", "rows_inserted", "rows_updated", "rows_deleted", "staged_rows",
-                "next_due", "run_id")},
+                "next_due", "run_id", "chunks", "statements", "writes", "duration_s")},
         )
         return response, data
 
@@ -141,3 +150,28 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             f"{model_id}: lease cleared (phase {row.phase}); the next run "
             + ("resumes the interrupted refresh." if row.phase != "idle" else "refreshes normally.")
         )
+
+    @available
+    def batch_refresh_explain(self, model: str, model_id: str, sql: str,
+                              raw_config: Mapping[str, Any], state_schema: str) -> str:
+        """How `model` will refresh and why; reads metadata only, writes nothing."""
+        config = parse_config(model, dict(raw_config))
+        analysis = analyze(sql, config.unique_key)
+        refresher = self._refresher()
+        consumed: Dict[str, int] = {}
+        phase: Optional[str] = None
+        try:
+            row = StateStore(state_schema, self._fetch_dicts, self._run_sql).read(model_id)
+        except DbtRuntimeError:
+            row = None  # no state table yet: never refreshed
+        if row is not None and row.fingerprint:
+            consumed = {u: p.version for u, p in row.consumed.items()}
+            phase = row.phase
+        upstreams = []
+        for name in analysis.upstreams:
+            latest = refresher.latest_point(name)
+            feed = None
+            if latest is not None:
+                feed = explain.props_change_feed(refresher.details([name])[name][1])
+            upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
+        return explain.render(model, config, analysis, upstreams, phase)

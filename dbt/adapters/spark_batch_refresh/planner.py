@@ -76,13 +76,22 @@ class Plan:
 def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
                 non_delta: tuple[str, ...]) -> tuple[str, Optional[str]]:
     """(mode, fallback reason): how changes will be applied when the model refreshes."""
+    if analysis.key_errors:
+        raise BatchRefreshUserError(
+            model, "its unique_key is wrong for this model",
+            [f"{e}." for e in analysis.key_errors]
+            + ["Fix: set unique_key to the output column(s) that identify a row (for a GROUP BY "
+               "model, its group keys; or leave it unset to infer them)."],
+        )
     if config.refresh_mode == "full":
         return "full", "refresh_mode='full'"
     blocker: Optional[str] = None
     if non_delta:
         blocker = f"upstream {', '.join(non_delta)} is not a Delta table (no change feed)"
-    elif not analysis.rowwise:
-        blocker = f"the model {analysis.reason}"
+    elif not analysis.key and analysis.rowwise:
+        blocker = None  # keyless row-wise model: inserts replay as appends
+    elif analysis.incremental_reason:
+        blocker = f"the model {analysis.incremental_reason}"
     if blocker is None:
         return "incremental", None
     if config.refresh_mode == "incremental":

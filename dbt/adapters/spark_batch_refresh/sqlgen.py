@@ -35,11 +35,19 @@ def staging_full(model_sql: str, unique_key: Sequence[str]) -> str:
     return f"SELECT _br_m.*, true AS {PRESENT}{extra} FROM (\n{model_sql}\n) _br_m"
 
 
-def staging_affected(model_sql: str, affected_sql: str, unique_key: Sequence[str]) -> str:
+def affected_keys(parts: Sequence[str], unique_key: Sequence[str]) -> str:
+    """The distinct affected keys: the union of the per-scan affected-key queries."""
+    cols = ", ".join(q(k) for k in unique_key)
+    union = "\nUNION ALL\n".join(parts)
+    return f"SELECT DISTINCT {cols} FROM (\n{union}\n) _br_c"
+
+
+def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[str]) -> str:
     """Recomputed rows for the affected keys, plus a tombstone for each key left with no row.
 
-    The key restriction is an IN-subquery on the model's output; Spark turns it into a
-    left-semi join and pushes it below projections and filters into the upstream scan.
+    `keys_relation` holds the affected keys, computed beforehand so this plan stays the size
+    of one model. The key restriction is an IN-subquery on the model's output; Spark turns it
+    into a left-semi join and pushes it below projections, filters and grouping keys.
     """
     cols = ", ".join(q(k) for k in unique_key)
     tuple_cols = f"({cols})" if len(unique_key) > 1 else cols
@@ -47,7 +55,7 @@ def staging_affected(model_sql: str, affected_sql: str, unique_key: Sequence[str
     on = " AND ".join(f"_br_a.{q(k)} <=> _br_r.{q(k)}" for k in unique_key)
     keys = ", ".join(f"_br_a.{q(k)} AS {a}" for k, a in zip(unique_key, aliases))
     return (
-        f"WITH _br_affected AS (\n  SELECT DISTINCT {cols} FROM (\n{affected_sql}\n  ) _br_c\n),\n"
+        f"WITH _br_affected AS (SELECT {cols} FROM {keys_relation}),\n"
         f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
         f"  WHERE {tuple_cols} IN (SELECT {cols} FROM _br_affected)\n)\n"
         f"SELECT _br_r.*, {keys}\nFROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON {on}"

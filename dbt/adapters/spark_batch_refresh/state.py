@@ -63,7 +63,6 @@ class StateRow:
     lease_holder: Optional[str]
     lease_since: Optional[datetime]
     lease_until: Optional[datetime]
-    generation: Optional[str]
     last_refresh_at: Optional[datetime]
     chunks_total: Optional[int] = None
     chunks_done: Optional[int] = None
@@ -115,7 +114,6 @@ class StateStore:
             lease_holder=r["lease_holder"],
             lease_since=as_datetime(r["lease_since"]),
             lease_until=as_datetime(r["lease_until"]),
-            generation=r["generation"],
             last_refresh_at=as_datetime(r["last_refresh_at"]),
             chunks_total=r.get("chunks_total"),
             chunks_done=r.get("chunks_done"),
@@ -192,34 +190,31 @@ class StateStore:
         self._update(model_id, run_id, f"chunks_done = {int(chunk)}, "
                      f"lease_until = {ts(lease_until)}, updated_at = {ts(now)}")
 
-    def begin_cleanup(
+    def complete(
         self,
         *,
         model_id: str,
         run_id: str,
         fingerprint: str,
         consumed: Mapping[str, UpstreamPoint],
-        generation: str,
         action: str,
         target_version: Optional[int],
         now: datetime,
     ) -> None:
-        """The target is complete: advance the consumed versions with the phase, atomically."""
+        """The target is complete: advance the consumed versions and release the lease in one
+        commit (the history row is written before, keyed by plan id, so a crash between the
+        two replays it harmlessly)."""
         self._update(
             model_id, run_id,
-            f"phase = 'cleanup', fingerprint = {lit(fingerprint)}, "
-            f"target_version = {lit(target_version)}, "
-            f"consumed = {lit(points_json(consumed))}, generation = {lit(generation)}, "
+            f"phase = 'idle', fingerprint = {lit(fingerprint)}, "
+            f"target_version = {lit(target_version)}, consumed = {lit(points_json(consumed))}, "
             f"last_refresh_at = {ts(now)}, last_action = {lit(action)}, "
-            f"last_outcome = 'success', updated_at = {ts(now)}",
+            f"last_outcome = 'success', lease_holder = NULL, lease_until = NULL, plan = NULL, "
+            f"updated_at = {ts(now)}",
         )
 
     def replan(self, model_id: str, run_id: str, plan: Mapping[str, Any], now: datetime) -> None:
         self._update(model_id, run_id, f"plan = {lit(json.dumps(plan))}, updated_at = {ts(now)}")
-
-    def finish(self, model_id: str, run_id: str, now: datetime) -> None:
-        self._update(model_id, run_id, f"phase = 'idle', lease_holder = NULL, lease_until = NULL, "
-                     f"plan = NULL, updated_at = {ts(now)}")
 
     def release(self, model_id: str, run_id: str, touched: bool, outcome: str,
                 now: datetime) -> None:

@@ -1,0 +1,378 @@
+"""Affected-key analysis: how a change to one upstream row reaches the model's output keys (pure).
+
+For every scan of an upstream in the model (an *occurrence*), the model is rewritten so that it
+reads that upstream's change rows (pre- and post-images) instead of the table, with every other
+scan pinned at a consistent version, and projects only the unique key. The result is a superset
+of the output keys whose rows the change can alter: a superset only costs work, a missed key
+would be a wrong answer, so every step below errs on the side of more keys.
+
+Rules, applied to each SELECT on the way from the changed scan up to the output:
+
+* joins keep mapping change rows to their partners (other upstreams at the pinned versions);
+  an outer join whose null-supplying side changed becomes inner (a row appearing there changes
+  the preserved row it matches), and the WHERE of that SELECT is dropped (predicates such as
+  `b.id IS NULL` judge the null-extended row, which the change rows no longer produce);
+* a LEFT ANTI JOIN / NOT EXISTS against the changed side becomes a semi join / EXISTS: a change
+  there adds or removes exactly the rows it matches; NOT IN cannot be bounded (one NULL in the
+  subquery empties the result) and falls back;
+* below a GROUP BY only the group keys are real: aggregate outputs, computed over change rows
+  alone, are "partial", so predicates and HAVING over them are dropped, and grouping or keying
+  on them falls back;
+* set operations: the other UNION branches contribute no change (`WHERE false`); INTERSECT and
+  EXCEPT fall back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "spark"
+CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+class NotIncremental(Exception):
+    """The model cannot be replayed by affected keys; the message says why."""
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    index: int  # position among the model's physical scans (stable across copies)
+    upstream: str
+    alias: str
+
+
+@dataclass(frozen=True)
+class KeyPath:
+    """How change rows of one scan reach the output keys (for explain and the run log)."""
+
+    occurrence: Occurrence
+    joined: Tuple[str, ...]  # other upstreams the change rows are joined to
+    notes: Tuple[str, ...]  # rewrites applied on the way (joins made inner, filters dropped)
+
+    def describe(self) -> str:
+        via = f" joined to {', '.join(self.joined)}" if self.joined else " directly"
+        notes = "; ".join(self.notes)
+        return f"{self.occurrence.upstream} (as {self.occurrence.alias}): keys from its change rows{via}" + (
+            f"; {notes}" if notes else "")
+
+
+def table_name(table: exp.Table) -> str:
+    parts = [p for p in (table.catalog, table.db, table.name) if p]
+    return ".".join(p.lower() for p in parts)
+
+
+# ------------------------------------------------------------------------------ CTEs
+def inline_ctes(tree: exp.Expression) -> exp.Expression:
+    """The query with every CTE reference replaced by a copy of its body.
+
+    A CTE read twice (a self-join through a CTE) must become two scans: replacing the changed
+    table inside a shared CTE would feed change rows to both sides of the join.
+    """
+    tree = tree.copy()
+    for with_ in reversed(list(tree.find_all(exp.With))):
+        if with_.args.get("recursive"):
+            raise NotIncremental("uses a recursive CTE")
+        owner = with_.parent
+        bodies: Dict[str, exp.Expression] = {}
+        for cte in with_.expressions:
+            body = cte.this
+            _replace_refs(body, bodies)
+            bodies[cte.alias_or_name.lower()] = body
+        with_.pop()
+        _replace_refs(owner, bodies)
+    return tree
+
+
+def _replace_refs(scope: exp.Expression, bodies: Mapping[str, exp.Expression]) -> None:
+    if not bodies:
+        return
+    for table in list(scope.find_all(exp.Table)):
+        name = table.name.lower() if table.name else ""
+        if table.db or name not in bodies:
+            continue
+        alias = table.alias or table.name
+        table.replace(exp.Subquery(this=bodies[name].copy(),
+                                   alias=exp.TableAlias(this=exp.to_identifier(alias))))
+
+
+def occurrences(tree: exp.Expression) -> List[Occurrence]:
+    """Physical scans in a stable order (the order survives `copy()`)."""
+    found = []
+    for table in _scans(tree):
+        found.append(Occurrence(len(found), table_name(table), table.alias_or_name))
+    return found
+
+
+def _scans(tree: exp.Expression) -> List[exp.Table]:
+    return [t for t in tree.find_all(exp.Table) if t.name and isinstance(t.this, exp.Identifier)]
+
+
+# ------------------------------------------------------------------------------ rewrite
+def affected_keys(
+    tree: exp.Expression,
+    occurrence: int,
+    key: Sequence[str],
+    change_source: exp.Expression,
+    pins: Optional[Mapping[str, int]] = None,
+) -> Tuple[exp.Expression, KeyPath]:
+    """SELECT <key> over the model with scan `occurrence` replaced by `change_source`.
+
+    `tree` must have its CTEs inlined. `pins` pins every other scan `VERSION AS OF`.
+    """
+    tree = tree.copy()
+    scans = _scans(tree)
+    target = scans[occurrence]
+    occ = Occurrence(occurrence, table_name(target), target.alias_or_name)
+    for i, scan in enumerate(scans):
+        version = (pins or {}).get(table_name(scan))
+        if i != occurrence and version is not None and not scan.args.get("version"):
+            scan.set("version", exp.Version(this="VERSION", kind="AS OF",
+                                            expression=exp.Literal.number(version)))
+    replacement = exp.Subquery(this=change_source.copy(),
+                               alias=exp.TableAlias(this=exp.to_identifier(occ.alias)))
+    target.replace(replacement)
+    walk = _Walk(replacement)
+    root = walk.run()
+    for column in key:
+        if column.lower() in walk.partial:
+            raise NotIncremental(f"its unique_key column {column} is computed by an aggregate")
+    cols = ", ".join(f"`{k}`" for k in key)
+    query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=DIALECT)
+    query.args["from_"].set("this", exp.Subquery(
+        this=root, alias=exp.TableAlias(this=exp.to_identifier("_br_ak"))))
+    joined = tuple(sorted({table_name(t) for t in _scans(tree) if not _in_empty_branch(t)}
+                          - {occ.upstream}))
+    return query, KeyPath(occ, joined, tuple(walk.notes))
+
+
+class _Walk:
+    """Walks from the replaced scan up to the root, rewriting each SELECT on the path."""
+
+    def __init__(self, start: exp.Expression) -> None:
+        self.start = start
+        self.partial: Set[str] = set()  # output columns of the current node that are partial
+        self.notes: List[str] = []
+        self.on_path = {id(n) for n in _ancestors(start)} | {id(start)}
+
+    def run(self) -> exp.Expression:
+        node = self.start
+        while node.parent is not None:
+            parent = node.parent
+            if isinstance(parent, exp.Select):
+                self._select(parent, node)
+            elif isinstance(parent, (exp.Intersect, exp.Except)):
+                raise NotIncremental("applies INTERSECT or EXCEPT to a changing upstream")
+            elif isinstance(parent, exp.Union):
+                self._union(parent, node)
+            node = parent
+        return node
+
+    # -------------------------------------------------------------- one SELECT
+    def _select(self, select: exp.Select, child: exp.Expression) -> None:
+        clause = child.arg_key
+        if _own(select, exp.Window):
+            raise NotIncremental("uses a window function over a changing upstream")
+        if clause in ("from_", "joins"):
+            alias: Optional[str] = self._through_source(select, child)
+            source_partial = self.partial
+        elif clause == "where":
+            self._through_predicate(select)
+            alias, source_partial = None, set()
+        else:
+            where = {"expressions": "SELECT list", "having": "HAVING", "group": "GROUP BY",
+                     "order": "ORDER BY"}.get(clause or "", clause or "an expression")
+            raise NotIncremental(f"reads a changing upstream in a subquery in its {where}")
+        self.partial = self._outputs(select, alias, source_partial)
+
+    def _through_source(self, select: exp.Select, child: exp.Expression) -> str:
+        alias = child.this.alias_or_name.lower()
+        joins: List[exp.Join] = list(select.args.get("joins") or [])
+        position = 0 if child.arg_key == "from_" else next(
+            i for i, j in enumerate(joins, start=1) if j is child)
+        null_side = False
+        for i, join in enumerate(joins, start=1):
+            side, kind = (join.side or "").upper(), (join.kind or "").upper()
+            if i == position:
+                if kind == "ANTI":
+                    join.set("kind", "SEMI")
+                    self.notes.append(f"anti join against {alias} read as a semi join")
+                elif side == "LEFT" and kind != "SEMI":
+                    join.set("side", None)
+                    null_side = True
+                elif side == "FULL":
+                    join.set("side", "RIGHT")
+                    null_side = True
+            elif i > position and kind not in ("SEMI", "ANTI"):
+                if side == "RIGHT":
+                    join.set("side", None)
+                    null_side = True
+                elif side == "FULL":
+                    join.set("side", "LEFT")
+                    null_side = True
+        if null_side:
+            self.notes.append(f"outer join on the null-supplying side {alias} made inner")
+        partial = self.partial
+        for join in joins:
+            on = join.args.get("on")
+            if on is None or not partial:
+                continue
+            conjuncts = _conjuncts(on)
+            kept = [c for c in conjuncts if not _refs(c, alias, partial)]
+            if not kept:
+                raise NotIncremental("joins on an aggregated value of a changing upstream")
+            if len(kept) != len(conjuncts):
+                join.set("on", exp.and_(*kept))
+                self.notes.append("join conditions on aggregated values dropped")
+        where = select.args.get("where")
+        if where is not None:
+            conjuncts = _conjuncts(where.this)
+            kept = [] if null_side else [c for c in conjuncts if not _refs(c, alias, partial)]
+            if len(kept) != len(conjuncts):
+                self.notes.append("WHERE dropped" if not kept
+                                  else "WHERE predicates on aggregated values dropped")
+                select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+        return alias
+
+    def _through_predicate(self, select: exp.Select) -> None:
+        where = select.args["where"]
+        conjunct = next(c for c in _conjuncts(where.this) if id(c) in self.on_path)
+        if isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.Exists):
+            conjunct.replace(conjunct.this)
+            self.notes.append("NOT EXISTS read as EXISTS")
+        elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In):
+            raise NotIncremental(
+                "filters with NOT IN over a changing upstream, which cannot be bounded (one NULL "
+                "in the subquery empties the result); write it as NOT EXISTS")
+        elif isinstance(conjunct, exp.In) and conjunct.args.get("query") is not None:
+            if self.partial:
+                raise NotIncremental("filters with IN over an aggregated value of a changing upstream")
+        elif not isinstance(conjunct, exp.Exists):
+            raise NotIncremental(
+                "reads a changing upstream in a subquery inside a WHERE expression "
+                "(only IN, EXISTS and NOT EXISTS conjuncts can be bounded)")
+
+    def _outputs(self, select: exp.Select, alias: Optional[str], source_partial: Set[str]) -> Set[str]:
+        """Output names of `select` that are partial: aggregates over the restricted rows, or
+        anything computed from a partial column of the source on the path."""
+        group = select.args.get("group")
+        aggregates = any(_own_in(p, select, exp.AggFunc) for p in select.expressions)
+        if select.args.get("having") is not None:
+            select.set("having", None)
+            self.notes.append("HAVING dropped")
+        if group is None and aggregates:
+            raise NotIncremental(
+                "aggregates a changing upstream without GROUP BY (its one row depends on "
+                "every input row)")
+        if group is not None and any(_refs(g, alias, source_partial) for g in group.expressions):
+            raise NotIncremental("groups by an aggregated value of a changing upstream")
+        out: Set[str] = set()
+        for projection in select.expressions:
+            name = (projection.alias_or_name or "").lower()
+            if projection.is_star:
+                table = projection.table.lower() if isinstance(projection, exp.Column) else ""
+                if not table or table == alias:
+                    out |= source_partial
+            elif (group is not None and _own_in(projection, select, exp.AggFunc)) or _refs(
+                    projection, alias, source_partial):
+                out.add(name)
+        return out
+
+    # -------------------------------------------------------------- UNION
+    def _union(self, union: exp.Union, child: exp.Expression) -> None:
+        _empty(union.expression if child is union.this else union.this)
+        self.notes.append("other UNION branches contribute no change")
+        if self.partial and child is not union.this:
+            first, mine = _first_leaf(union), _first_leaf(child)
+            if first is not None and mine is not None and not any(
+                    p.is_star for p in first.expressions + mine.expressions):
+                names = [(p.alias_or_name or "").lower() for p in mine.expressions]
+                firsts = [(p.alias_or_name or "").lower() for p in first.expressions]
+                self.partial = {firsts[i] for i, n in enumerate(names)
+                                if n in self.partial and i < len(firsts)}
+
+
+# ------------------------------------------------------------------------------ helpers
+def _ancestors(node: exp.Expression) -> List[exp.Expression]:
+    out = []
+    while node.parent is not None:
+        node = node.parent
+        out.append(node)
+    return out
+
+
+def _nearest_query(node: exp.Expression) -> Optional[exp.Expression]:
+    return node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
+
+
+def _empty(branch: exp.Expression) -> None:
+    """Make a set-operation branch return no rows (Spark prunes `WHERE false` statically)."""
+    if isinstance(branch, exp.Select):
+        branch.where("false", copy=False)
+        branch.meta[_EMPTIED] = True
+    elif isinstance(branch, exp.Subquery):
+        _empty(branch.this)
+    elif isinstance(branch, exp.Union):
+        _empty(branch.this)
+        _empty(branch.expression)
+
+
+def _conjuncts(predicate: exp.Expression) -> List[exp.Expression]:
+    while isinstance(predicate, exp.Paren):
+        predicate = predicate.this
+    if isinstance(predicate, exp.And):
+        return [c for part in (predicate.this, predicate.expression) for c in _conjuncts(part)]
+    return [predicate]
+
+
+_EMPTIED = "batch_refresh_emptied"
+
+
+def _in_empty_branch(node: exp.Expression) -> bool:
+    return any(a.meta.get(_EMPTIED) for a in _ancestors(node) if isinstance(a, exp.Select))
+
+
+def _first_leaf(node: exp.Expression) -> Optional[exp.Select]:
+    while isinstance(node, (exp.Union, exp.Subquery)):
+        node = node.this
+    return node if isinstance(node, exp.Select) else None
+
+
+def _own(select: exp.Select, kind: type) -> bool:
+    """`select` itself (not a nested query) contains a node of `kind`."""
+    return any(_nearest_query(n) is select for n in select.find_all(kind))
+
+
+def _own_in(expr: exp.Expression, select: exp.Select, kind: type) -> bool:
+    return any(_nearest_query(n) is select for n in expr.find_all(kind))
+
+
+def _refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool:
+    """`expr` reads a partial column (qualified by `alias`, or unqualified)."""
+    if not partial:
+        return False
+    for column in expr.find_all(exp.Column):
+        if column.is_star:
+            continue
+        table = column.table.lower() if column.table else ""
+        if column.name.lower() in partial and (not table or alias is None or table == alias):
+            return True
+    return False
+
+
+def change_source(upstream: str, start: int, end: int,
+                  columns: Optional[Sequence[str]] = None) -> exp.Expression:
+    """Change rows of `upstream` in [start, end]: inserts, deletes, pre- and post-images."""
+    cols = ", ".join(f"`{c}`" for c in columns) if columns else "*"
+    return sqlglot.parse_one(f"SELECT {cols} FROM table_changes('{upstream}', {start}, {end})",
+                             read=DIALECT)
+
+
+def star_on_path(tree: exp.Expression, occurrence: int) -> bool:
+    """A `*` could carry the change feed's own columns to a set operation or the output."""
+    scan = _scans(tree)[occurrence]
+    return any(isinstance(n, exp.Select) and any(p.is_star for p in n.expressions)
+               for n in _ancestors(scan))

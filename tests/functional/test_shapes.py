@@ -1,0 +1,310 @@
+"""Differential test: a catalogue of model shapes under random upstream change sequences.
+
+Every shape is a `batch_refresh` model over four Delta upstreams (orders, customers, payments,
+products). Each step applies one random batch of changes (inserts, updates, deletes, key moves
+across groups and join partners, NULLs in non-key columns, rows joining and unjoining) as one
+MERGE per changed upstream, then runs `dbt run`. After every run, for every shape:
+
+* the run replayed (history action `replay`, mode `incremental`: never a fallback),
+* the target equals the model evaluated from scratch at the consumed upstream versions,
+* the staged rows are bounded by the change: at most `fanout` per changed upstream row.
+
+Sized for CI by default; BATCH_REFRESH_DIFF_STEPS=<n> (and BATCH_REFRESH_DIFF_SEED) run it longer.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from typing import Any, Dict, List, Sequence
+
+import pytest
+
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+from tests.functional.helpers import assert_contract, rows, sources_yml
+
+STEPS = int(os.environ.get("BATCH_REFRESH_DIFF_STEPS", "1"))
+SEED = int(os.environ.get("BATCH_REFRESH_DIFF_SEED", "20261122"))
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    sql: str
+    fanout: int  # most output keys one changed upstream row can affect in this data
+
+
+SHAPES = [
+    Shape("s_rowwise", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, customer_id, amount * 2 as amount2, upper(status) as status
+from {{ source('raw', 'orders') }} where status <> 'cancelled'
+""", 1),
+    Shape("s_cte_chain", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+with live as (select * from {{ source('raw', 'orders') }} where status <> 'cancelled'),
+     priced as (select id, customer_id, coalesce(amount, 0) as amount from live),
+     big as (select id, customer_id, case when amount > 50 then 'big' else 'small' end as size from priced)
+select id, customer_id, size from big
+""", 1),
+    Shape("s_join_inner", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.amount, c.region, c.name
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+""", 12),
+    Shape("s_join_left", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.status, c.region, p.category
+from {{ source('raw', 'orders') }} o
+left join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+left join {{ source('raw', 'products') }} p on o.product_id = p.id
+""", 40),
+    Shape("s_join_four", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+with paid as (
+  select order_id, sum(amount) as paid, count(*) as payments
+  from {{ source('raw', 'payments') }} group by order_id
+)
+select o.id, c.region, p.category, coalesce(paid.paid, 0) as paid, paid.payments
+from {{ source('raw', 'orders') }} o
+join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+left join {{ source('raw', 'products') }} p on p.id = o.product_id
+left join paid on paid.order_id = o.id
+""", 40),
+    Shape("s_group_all_aggs", """
+{{ config(materialized='batch_refresh') }}
+select customer_id, sum(amount) as total, count(*) as n, count(distinct status) as statuses,
+       min(amount) as lo, max(amount) as hi, avg(amount) as mean
+from {{ source('raw', 'orders') }}
+group by customer_id
+""", 2),
+    Shape("s_payments_by_customer", """
+{{ config(materialized='batch_refresh') }}
+select o.customer_id, sum(p.amount) as paid, count(*) as payments, max(p.method) as last_method
+from {{ source('raw', 'payments') }} p
+join {{ source('raw', 'orders') }} o on p.order_id = o.id
+group by o.customer_id
+""", 12),
+    Shape("s_union_all", """
+{{ config(materialized='batch_refresh', unique_key='uid') }}
+select concat('o', id) as uid, amount, 'order' as kind from {{ source('raw', 'orders') }}
+union all
+select concat('p', id) as uid, amount, 'payment' as kind from {{ source('raw', 'payments') }}
+where method <> 'void'
+""", 1),
+    Shape("s_nested_from", """
+{{ config(materialized='batch_refresh', unique_key='region') }}
+select region, orders, total from (
+  select c.region, count(*) as orders, sum(o.amount) as total
+  from (select * from {{ source('raw', 'orders') }} where amount > 10) o
+  join (select id, coalesce(region, 'none') as region from {{ source('raw', 'customers') }}) c
+    on o.customer_id = c.id
+  group by c.region
+) by_region
+where orders > 1
+""", 4),
+    Shape("s_jinja_columns", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, customer_id
+{%- for s in ['new', 'paid', 'shipped', 'cancelled'] %},
+  case when status = '{{ s }}' then amount else 0 end as amount_{{ s }}
+{%- endfor %}
+from {{ source('raw', 'orders') }}
+""", 1),
+    Shape("s_exists", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.amount from {{ source('raw', 'orders') }} o
+where exists (select 1 from {{ source('raw', 'payments') }} p where p.order_id = o.id)
+  and not exists (select 1 from {{ source('raw', 'customers') }} c
+                  where c.id = o.customer_id and c.tier = 'blocked')
+""", 12),
+    Shape("s_no_orders", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select c.id, c.name from {{ source('raw', 'customers') }} c
+left join {{ source('raw', 'orders') }} o on o.customer_id = c.id
+where o.id is null
+""", 2),
+    Shape("s_distinct_buyers", """
+{{ config(materialized='batch_refresh') }}
+select coalesce(c.region, 'none') as region, count(distinct o.customer_id) as buyers,
+       max(o.amount) as top
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+group by coalesce(c.region, 'none')
+""", 4),
+    Shape("s_downstream", """
+{{ config(materialized='batch_refresh', unique_key='customer_id') }}
+select t.customer_id, t.total, t.n, c.region
+from {{ ref('s_group_all_aggs') }} t left join {{ source('raw', 'customers') }} c
+  on c.id = t.customer_id
+""", 2),
+]
+
+# Not part of the catalogue: `auto` must fall back to a full recompute, and say why.
+FALLBACK = Shape("f_window", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, customer_id, row_number() over (partition by customer_id order by amount, id) as rank
+from {{ source('raw', 'orders') }}
+""", 0)
+
+TABLES: Dict[str, Sequence[tuple[str, str]]] = {
+    "customers": (("id", "int"), ("region", "string"), ("name", "string"), ("tier", "string")),
+    "products": (("id", "int"), ("category", "string"), ("price", "int")),
+    "orders": (("id", "int"), ("customer_id", "int"), ("product_id", "int"), ("amount", "int"),
+               ("status", "string")),
+    "payments": (("id", "int"), ("order_id", "int"), ("amount", "int"), ("method", "string")),
+}
+INITIAL = {
+    "customers": "select cast(id as int), element_at(array('eu', 'us', 'apac'), cast(id % 3 + 1 as int)), "
+                 "concat('c', id), if(id % 10 = 0, 'blocked', 'std') from range(1, 41)",
+    "products": "select cast(id as int), concat('cat', id % 3), cast(id * 3 as int) from range(1, 11)",
+    # some orders point at customers (41-45) and products (11, 12) that do not exist
+    "orders": "select cast(id as int), cast((id * 7) % 45 + 1 as int), cast(id % 12 + 1 as int), "
+              "cast((id * 13) % 100 as int), element_at(array('new', 'paid', 'shipped', 'cancelled'), "
+              "cast(id % 4 + 1 as int)) from range(1, 201)",
+    "payments": "select cast(id as int), cast((id * 11) % 210 + 1 as int), cast((id * 17) % 50 as int), "
+                "element_at(array('card', 'bank', 'void'), cast(id % 3 + 1 as int)) from range(1, 301)",
+}
+
+
+def sql_value(value: Any, kind: str) -> str:
+    if value is None:
+        return f"cast(null as {kind})"
+    return f"'{value}'" if kind == "string" else str(int(value))
+
+
+class Changes:
+    """Random change batches, one MERGE per changed table (one Delta commit each)."""
+
+    def __init__(self, project: Any, seed: int) -> None:
+        self.project = project
+        self.rng = random.Random(seed)
+        self.step = 0
+
+    def ids(self, table: str) -> List[int]:
+        return [int(r["id"]) for r in rows(self.project, f"select id from {self.rel(table)}")]
+
+    def rel(self, table: str) -> str:
+        return f"{self.project.test_schema}.{table}"
+
+    def row(self, table: str, key: int) -> Dict[str, Any]:
+        r = self.rng
+        maybe_null = lambda v: None if r.random() < 0.1 else v  # noqa: E731 - NULLs in non-key columns
+        if table == "customers":
+            return {"id": key, "region": maybe_null(r.choice(["eu", "us", "apac", "latam"])),
+                    "name": maybe_null(f"c{key}x{self.step}"), "tier": r.choice(["std", "std", "blocked"])}
+        if table == "products":
+            return {"id": key, "category": maybe_null(r.choice(["cat0", "cat1", "cat2", "cat3"])),
+                    "price": r.randint(1, 60)}
+        if table == "orders":
+            return {"id": key, "customer_id": r.randint(1, 48), "product_id": r.randint(1, 12),
+                    "amount": maybe_null(r.randint(0, 120)),
+                    "status": r.choice(["new", "paid", "shipped", "cancelled"])}
+        return {"id": key, "order_id": r.randint(1, 215), "amount": maybe_null(r.randint(0, 60)),
+                "method": r.choice(["card", "bank", "void"])}
+
+    def apply(self) -> Dict[str, int]:
+        """One batch over a random subset of the tables; logical changes per table."""
+        self.step += 1
+        changed = {}
+        tables = [t for t in TABLES if self.rng.random() < 0.6] or [self.rng.choice(list(TABLES))]
+        for table in tables:
+            existing = self.ids(table)
+            ops: Dict[int, tuple[str, Dict[str, Any]]] = {}
+            for key in self.rng.sample(existing, min(len(existing), self.rng.randint(2, 6))):
+                ops[key] = ("U", self.row(table, key))
+            for key in self.rng.sample(existing, min(len(existing), self.rng.randint(1, 3))):
+                ops[key] = ("D", {"id": key})
+            top = max(existing or [0])
+            for key in range(top + 1, top + 1 + self.rng.randint(1, 4)):
+                ops[key] = ("I", self.row(table, key))
+            if table == "orders":
+                # a group disappears (all orders of one customer deleted) and a new one appears
+                victim = self.rng.randint(1, 45)
+                for r in rows(self.project, f"select id from {self.rel(table)} where customer_id = {victim}"):
+                    ops[int(r["id"])] = ("D", {"id": int(r["id"])})
+                fresh = {**self.row(table, top + 10), "customer_id": 100 + self.step}
+                ops[top + 10] = ("I", fresh)
+            self.merge(table, ops)
+            changed[table] = len(ops)
+        return changed
+
+    def merge(self, table: str, ops: Dict[int, tuple[str, Dict[str, Any]]]) -> None:
+        columns = TABLES[table]
+        values = ", ".join(
+            "(" + ", ".join([f"'{op}'"] + [sql_value(data.get(c), k) for c, k in columns]) + ")"
+            for op, data in ops.values()
+        )
+        names = ", ".join(c for c, _ in columns)
+        sets = ", ".join(f"{c} = s.{c}" for c, _ in columns[1:])
+        self.project.run_sql(
+            f"merge into {self.rel(table)} t using (select * from values {values} as s(op, {names})) s "
+            f"on t.id = s.id when matched and s.op = 'D' then delete "
+            f"when matched and s.op = 'U' then update set {sets} "
+            f"when not matched and s.op = 'I' then insert ({names}) values "
+            f"({', '.join('s.' + c for c, _ in columns)})"
+        )
+
+
+def change_rows(project: Any, versions_from: Dict[str, int], versions_to: Dict[str, int]) -> int:
+    total = 0
+    for upstream, end in versions_to.items():
+        start = versions_from.get(upstream, end) + 1
+        if start <= end:
+            total += int(rows(project, f"select count(*) as n from table_changes('{upstream}', {start}, {end}) "
+                                       f"where _change_type <> 'update_preimage'")[0]["n"])
+    return total
+
+
+class TestShapeCatalogue:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {"sources.yml": sources_yml(*TABLES)}
+        files.update({f"{s.name}.sql": s.sql for s in SHAPES + [FALLBACK]})
+        return files
+
+    def test_random_changes_replay_exactly(self, project):
+        for table, columns in TABLES.items():
+            cols = ", ".join(f"{c} {k}" for c, k in columns)
+            project.run_sql(f"create table {project.test_schema}.{table} ({cols}) using delta "
+                            f"tblproperties (delta.enableChangeDataFeed = true)")
+            project.run_sql(f"insert into {project.test_schema}.{table} {INITIAL[table]}")
+        first = {r.node.name: r.adapter_response for r in run_dbt(["run"]).results}
+        assert {n: a["action"] for n, a in first.items()} == {
+            s.name: "backfill" for s in SHAPES + [FALLBACK]}
+        for shape in SHAPES + [FALLBACK]:
+            assert_contract(project, shape.name)
+
+        changes = Changes(project, SEED)
+        checked = replays = 0
+        for _ in range(STEPS):
+            changes.apply()
+            results = {r.node.name: r.adapter_response for r in run_dbt(["run"]).results}
+            for shape in SHAPES:
+                response = results[shape.name]
+                assert response["action"] in ("replay", "noop"), (shape.name, response)
+                if response["action"] == "replay":
+                    replays += 1
+                    assert response["mode"] == "incremental" and not response.get("fallback_reason")
+                    moved = change_rows(project, response["versions_from"], response["versions_to"])
+                    assert 0 <= response["staged_rows"] <= shape.fanout * moved, (
+                        shape.name, response["staged_rows"], moved)
+                assert_contract(project, shape.name)
+                checked += 1
+            fallback = results[FALLBACK.name]
+            if fallback["action"] != "noop":
+                assert fallback["action"] == "full" and "window function" in fallback.get("fallback_reason", "")
+            assert_contract(project, FALLBACK.name)
+        print(f"differential: {len(SHAPES)} shapes, {STEPS} steps, {replays} replays, "
+              f"{checked} contract checks, seed {SEED}")
+        assert replays >= len(SHAPES), "too few replays to exercise the shapes"
+
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: s_payments_by_customer}"])
+        assert "incremental (affected-key replay" in explained
+        assert "customer_id (inferred from the query)" in explained
+        assert "payments (as p): keys from its change rows joined to" in explained
+        assert "pushdown" in explained and "orders.customer_id" in explained
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: f_window}"])
+        assert "full recompute" in explained and "window function" in explained

@@ -1,0 +1,152 @@
+"""Affected-key analysis on SQL text alone (no Spark): shapes that replay, and fallback reasons."""
+
+import pytest
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+
+ORDERS_BY_CUSTOMER = """
+with pay as (
+  select order_id, sum(amount) as paid from s.payments group by order_id
+), ord as (
+  select id, customer_id from s.orders where status <> 'cancelled'
+)
+select ord.customer_id, sum(pay.paid) as paid, count(distinct ord.id) as orders
+from ord join pay on pay.order_id = ord.id
+group by ord.customer_id
+having sum(pay.paid) > 0
+"""
+
+
+def paths(sql, key=()):
+    a = sa.analyze(sql, key)
+    assert a.incremental_reason is None, a.incremental_reason
+    return {p.occurrence.upstream: p for p in a.key_paths}
+
+
+def test_rowwise_needs_no_join():
+    p = paths("select id, v * 2 as v2 from s.t where v > 0", ("id",))
+    assert list(p) == ["s.t"] and p["s.t"].joined == ()
+
+
+def test_cte_chain_join_and_aggregate_infer_group_key():
+    a = sa.analyze(ORDERS_BY_CUSTOMER)
+    assert a.upstreams == ("s.orders", "s.payments")
+    assert a.inferred_key == ("customer_id",) and a.key == ("customer_id",)
+    assert a.incremental_reason is None
+    by = {p.occurrence.upstream: p for p in a.key_paths}
+    # payments changes reach the customer key only through orders
+    assert by["s.payments"].joined == ("s.orders",)
+    assert "HAVING dropped" in by["s.payments"].notes
+
+
+@pytest.mark.parametrize("sql, key", [
+    ("select k, sum(v) as s, count(*) as n, min(v) as lo, max(v) as hi, avg(v) as a, "
+     "count(distinct w) as d from s.t group by k", ("k",)),
+    ("select t.k, u.name, sum(t.v) as s from s.t join s.u on t.k = u.k group by t.k, u.name",
+     ("k", "name")),
+    ("select upper(k) as uk, sum(v) as s from s.t group by upper(k)", ("uk",)),
+    ("select k, sum(v) as s from s.t group by 1", ("k",)),
+    ("select distinct a, b from s.t", ("a", "b")),
+])
+def test_inferred_keys(sql, key):
+    assert sa.analyze(sql).inferred_key == key
+
+
+def test_no_key_inferred_without_group_by():
+    a = sa.analyze("select a.id, b.v from s.a a join s.b b on a.id = b.id")
+    assert a.inferred_key == () and "no unique_key" in a.incremental_reason
+
+
+def test_four_way_join():
+    sql = ("select o.id, c.region, p.amount, d.label from s.o o join s.c c on o.cid = c.id "
+           "left join s.p p on p.oid = o.id left join s.d d on d.id = o.did")
+    p = paths(sql, ("id",))
+    assert set(p) == {"s.o", "s.c", "s.p", "s.d"}
+    assert any("made inner" in n for n in p["s.p"].notes)
+    assert not any("made inner" in n for n in p["s.o"].notes)
+
+
+def test_left_join_right_side_change_becomes_inner_and_drops_where():
+    sql = "select a.id, b.v from s.a a left join s.b b on a.id = b.id where b.id is null"
+    out = sa.affected_keys_sql(sql, ["id"], {"s.b": (3, 5)}, {"s.a": 9, "s.b": 5}, {})
+    assert len(out) == 1
+    text = out[0].upper()
+    assert "LEFT JOIN" not in text and "IS NULL" not in text
+    assert "TABLE_CHANGES('S.B', 3, 5)" in text and "S.A VERSION AS OF 9" in text
+
+
+def test_anti_join_and_not_exists_flip():
+    sql = ("select a.id from s.a a left anti join s.b b on a.id = b.id "
+           "where not exists (select 1 from s.c c where c.id = a.id)")
+    out_b = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {}, {})[0].upper()
+    assert "SEMI JOIN" in out_b
+    out_c = sa.affected_keys_sql(sql, ["id"], {"s.c": (1, 2)}, {}, {})[0].upper()
+    assert "NOT EXISTS" not in out_c and "EXISTS" in out_c
+
+
+def test_union_all_empties_other_branches():
+    sql = "select id, v from s.a union all select id, v from s.b"
+    out = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {"s.a": 4, "s.b": 2}, {})[0]
+    assert "FALSE" in out.upper() and "table_changes('s.b', 1, 2)" in out.lower()
+
+
+def test_nested_subquery_and_aggregate_filter_dropped():
+    sql = "select k, n from (select k, count(*) as n from (select k from s.t where v > 0) x group by k) y where n > 2"
+    out = sa.affected_keys_sql(sql, ["k"], {"s.t": (1, 2)}, {}, {})[0]
+    assert "n > 2" not in out and "v > 0" in out
+
+
+def test_both_sides_moved_uses_old_and_new_partners():
+    sql = "select o.customer_id, sum(p.amount) as a from s.p p join s.o o on p.oid = o.id group by o.customer_id"
+    ranges = {"s.p": (3, 4), "s.o": (7, 8)}
+    out = sa.affected_keys_sql(sql, ["customer_id"], ranges, {"s.p": 4, "s.o": 8}, {"s.p": 2, "s.o": 6})
+    assert len(out) == 4  # each changed scan against the partners' new and old versions
+    assert any("s.o VERSION AS OF 6" in q for q in out) and any("s.o VERSION AS OF 8" in q for q in out)
+    one = sa.affected_keys_sql(sql, ["customer_id"], {"s.p": (3, 4)}, {"s.p": 4, "s.o": 8}, {})
+    assert len(one) == 1
+
+
+def test_self_join_replaces_each_scan_separately():
+    sql = "select a.id, b.v from s.t a join s.t b on a.parent = b.id"
+    out = sa.affected_keys_sql(sql, ["id"], {"s.t": (1, 2)}, {"s.t": 2}, {"s.t": 0})
+    assert len(out) == 4
+    assert all(q.lower().count("table_changes") == 1 for q in out)
+
+
+def test_star_on_path_projects_table_columns():
+    sql = "select * from s.a union all select * from s.b"
+    out = sa.affected_keys_sql(sql, ["id"], {"s.a": (1, 2)}, {}, {}, lambda u: ["id", "v"])
+    assert "SELECT `id`, `v` FROM TABLE_CHANGES" in out[0]
+
+
+@pytest.mark.parametrize("sql, reason", [
+    ("select id, row_number() over (partition by g order by v) as r from s.t", "window"),
+    ("select id from s.t order by id limit 5", "LIMIT"),
+    ("select id, rand() as r from s.t", "non-deterministic function rand"),
+    ("select id, uuid() as u from s.t", "non-deterministic function uuid"),
+    ("select id, current_timestamp() as ts from s.t", "non-deterministic function current_timestamp"),
+    ("select id from s.a where id not in (select id from s.b)", "NOT IN"),
+    ("select count(*) as n, 1 as id from s.t", "without GROUP BY"),
+    ("select id from s.a intersect select id from s.b", "INTERSECT"),
+    ("select id, (select b.v from s.b b where b.id = a.id) as m from s.a a", "SELECT list"),
+    ("select n, count(*) as c from (select k, count(*) as n from s.t group by k) x group by n",
+     "groups by an aggregated value"),
+    ("select id from s.a a where v > (select b.v from s.b b where b.id = a.id)", "WHERE expression"),
+    ("select id from s.t version as of 3", "time travel"),
+])
+def test_fallback_reasons(sql, reason):
+    a = sa.analyze(sql, ("id",) if "group by n" not in sql else ("n",))
+    assert a.incremental_reason is not None and reason in a.incremental_reason, a.incremental_reason
+
+
+def test_unparsed_model_falls_back():
+    a = sa.analyze("select from where (", ("id",))
+    assert a.shape == "unparsed" and "parser" in a.incremental_reason
+
+
+def test_wrong_explicit_keys_are_errors():
+    a = sa.analyze("select k, sum(v) as total from s.t group by k", ("order_id",))
+    assert "not an output column" in a.key_errors[0]
+    b = sa.analyze("select k, sum(v) as total from s.t group by k", ("total",))
+    assert "is an aggregate" in b.key_errors[0]
+    assert sa.analyze("select * from s.t", ("anything",)).key_errors == ()
