@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from importlib import import_module
@@ -199,11 +197,27 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         return agate.Table.from_object(columns, column_types=build_type_tester(text))
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+        """Columns from DESCRIBE for every relation, not from SHOW TABLE EXTENDED's text.
+
+        On Spark 4.2 that text has no schema at all for Delta tables (dbt-spark then falls
+        back to DESCRIBE) and Spark's internal type names for views (`long`, `integer`, and
+        `array` without its element type), so one project's docs mixed `bigint` and `long`.
+        DESCRIBE gives every relation its SQL types, read from the Delta log for Delta tables.
+        """
         stats = self._catalog_stats.get(
             (str(relation.schema).lower(), str(relation.identifier).lower()), {})
-        for column in super()._get_columns_for_catalog(relation):
-            column.update(stats)
-            yield column
+        try:
+            columns = self.get_columns_in_relation(relation)
+        except DbtRuntimeError as exc:  # dropped while the catalog was read: leave it out
+            logger.debug(f"Error retrieving columns for catalog entry {relation}: {exc}")
+            columns = []
+        for column in columns:
+            as_dict = column.to_column_dict()
+            as_dict["column_name"] = as_dict.pop("column", None)
+            as_dict["column_type"] = as_dict.pop("dtype")
+            as_dict["table_database"] = None
+            as_dict.update(stats)
+            yield as_dict
 
     # ------------------------------------------------------------------ operations
     @available
