@@ -197,8 +197,11 @@ class TestExampleProjectEcosystem:
             assert stats["br_last_refresh"]["value"].startswith(
                 state(project, model)["last_refresh_at"].isoformat(sep=" ", timespec="seconds"))
             assert "backfill" in stats["br_last_refresh"]["value"]
-            assert stats["br_mode"]["value"] == "auto, last run backfill (full)"
+            assert stats["br_mode"]["value"].startswith("auto; last refresh backfill in full mode")
+            assert stats["br_phase"]["value"] == "idle"
             assert all(stats[k]["include"] for k in ("br_mode", "br_consumed", "br_interval"))
+        totals = catalog["nodes"]["model.test.customer_totals"]["stats"]
+        assert "(fallback: " in totals["br_mode"]["value"]  # why it cannot replay, in the docs
         gated = catalog["nodes"]["model.test.gated_orders"]["stats"]
         assert gated["br_interval"]["value"] == "every 1d of upstream lag"
         plain = catalog["nodes"]["model.test.orders_enriched"]["stats"]
@@ -359,8 +362,9 @@ def test_catalog_stats_are_text():
     info = _status.ModelInfo("model.p.a", "a", "s.a", "15m", "full", 900.0)
     row = {"phase": "idle", "consumed": json.dumps({"s.src": {"version": 4}}),
            "last_refresh_at": _dt(2030, 1, 1), "last_action": "full", "last_outcome": "success"}
-    stats = _status.catalog_stats(info, row, {"action": "full", "mode": "full"})
-    assert stats["stats:br_mode:value"] == "full, last run full (full)"
+    last = {"action": "full", "mode": "full", "reason": "upstream moved; fallback: a join"}
+    stats = _status.catalog_stats(info, row, last)
+    assert stats["stats:br_mode:value"] == "full; last refresh full in full mode (fallback: a join)"
     assert stats["stats:br_consumed:value"] == "src@v4"
     assert stats["stats:br_last_refresh:value"] == "2030-01-01 00:00:00 by full, success"
     assert stats["stats:br_interval:value"] == "every 15m of upstream lag"

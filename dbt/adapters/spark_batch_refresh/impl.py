@@ -27,6 +27,7 @@ from dbt.adapters.spark_batch_refresh.executor import (
     current_time,
 )
 from dbt.adapters.spark_batch_refresh.config import parse_duration
+from dbt.adapters.spark_batch_refresh.sqlgen import lit
 from dbt.adapters.spark_batch_refresh.state import HISTORY_TABLE, STATE_TABLE, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -145,7 +146,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             return 0
         found = self._fetch_dicts(
             f"SELECT chunks_total FROM {state_schema}.{STATE_TABLE} "
-            f"WHERE model_id = '{model_id.replace(chr(39), '')}'"
+            f"WHERE model_id = {lit(model_id)}"
         )
         return int(found[0]["chunks_total"] or 1) if found else 1
 

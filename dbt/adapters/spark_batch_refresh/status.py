@@ -336,16 +336,19 @@ def catalog_stats(model: ModelInfo, row: Optional[Mapping[str, Any]],
     """
     configured = model.refresh_mode or "auto"
     if last and last.get("mode"):
-        mode = f"{configured}, last run {last.get('action')} ({last.get('mode')})"
+        mode = f"{configured}; last refresh {last.get('action')} in {last.get('mode')} mode"
+        # The history reason carries why `auto` could not replay ("...; fallback: why").
+        _, found, why = str(last.get("reason") or "").partition("fallback: ")
+        mode += f" (fallback: {why})" if found else ""
     else:
-        mode = f"{configured}, not refreshed yet"
+        mode = f"{configured}; not refreshed yet"
     if row is None:
         consumed, refreshed, phase = "none yet", "never", NEVER_RUN
     else:
         consumed = _consumed_text(consumed_points(row.get("consumed"))).replace("-", "none yet")
         refreshed = (f"{fmt(as_datetime(row.get('last_refresh_at')))} by {row.get('last_action') or '-'}"
                      f", {_outcome(row)}")
-        phase = f"phase {row.get('phase') or 'idle'}"
+        phase = str(row.get("phase") or "idle")
     interval = (f"every {model.refresh_interval} of upstream lag" if model.refresh_interval
                 else "whenever an upstream changed")
     stats: Dict[str, Any] = {}
