@@ -3,15 +3,41 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar
 
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.sqlgen import lit
 
 STATE_TABLE = "batch_refresh_state"
 HISTORY_TABLE = "batch_refresh_history"
+
+# Delta's optimistic-concurrency failures. With dbt threads > 1 several models write the
+# shared state and history tables at once; their rows never overlap, so a write that lost
+# such a race is simply tried again.
+_CONFLICTS = ("DELTA_CONCURRENT", "Concurrent", "DELTA_METADATA_CHANGED", "MetadataChanged",
+              "DELTA_PROTOCOL_CHANGED", "ProtocolChanged")
+_ATTEMPTS = 8
+T = TypeVar("T")
+
+
+def is_conflict(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(marker in text for marker in _CONFLICTS)
+
+
+def retry_conflicts(action: Callable[[], T], attempts: int = _ATTEMPTS) -> T:
+    for attempt in range(1, attempts + 1):
+        try:
+            return action()
+        except Exception as exc:  # noqa: BLE001 - only conflicts are retried, the rest re-raised
+            if attempt == attempts or not is_conflict(exc):
+                raise
+            time.sleep(0.05 * attempt)  # back off so the winner's commit lands first
+    raise AssertionError("unreachable")
 
 Fetch = Callable[[str], List[Dict[str, Any]]]
 Run = Callable[[str], None]
@@ -82,10 +108,17 @@ class StateStore:
         self._run = run
 
     _ensured: set[str] = set()  # per process: the DDL below is idempotent but not free
+    _ensure_lock = threading.Lock()  # dbt threads: create the tables once, not concurrently
 
     def ensure(self) -> None:
         if self.schema in StateStore._ensured:
             return
+        with StateStore._ensure_lock:
+            if self.schema not in StateStore._ensured:
+                retry_conflicts(self._create)
+                StateStore._ensured.add(self.schema)
+
+    def _create(self) -> None:
         self._run(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
         self._run(f"CREATE TABLE IF NOT EXISTS {self.state} ({_STATE_COLUMNS}) USING delta {_PROPS}")
         self._run(
@@ -97,7 +130,6 @@ class StateStore:
             missing = [c.strip() for c in columns.split(",") if c.split()[0].lower() not in have]
             if missing:
                 self._run(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
-        StateStore._ensured.add(self.schema)
 
     def read(self, model_id: str) -> Optional[StateRow]:
         rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
@@ -164,20 +196,29 @@ class StateStore:
             f"s.relation, 'refreshing', NULL, NULL, s.plan, s.run_id, s.lease_holder, "
             f"s.lease_since, s.lease_until, s.lease_since)"
         )
-        try:
-            result = self._fetch(sql)
-        except Exception as exc:  # noqa: BLE001 - Delta reports the lost race as a conflict
-            if "Concurrent" in str(exc) or "DELTA_CONCURRENT" in str(exc):
-                return False
-            raise
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                result = self._fetch(sql)
+                break
+            except Exception as exc:  # noqa: BLE001 - Delta reports a lost race as a conflict
+                if not is_conflict(exc):
+                    raise
+                # A conflict with another model's row (dbt threads) is retried; one with this
+                # model's row means another run got there first.
+                now_row = self.read(model_id)
+                unchanged = (now_row is None and seen is None) or (
+                    now_row is not None and seen is not None
+                    and (now_row.run_id, now_row.phase) == (seen.run_id, seen.phase))
+                if not unchanged or attempt == _ATTEMPTS:
+                    return False
+                time.sleep(0.05 * attempt)
         affected = int(result[0].get("num_affected_rows", 0)) if result else 0
         return affected == 1
 
     def _update(self, model_id: str, run_id: str, assignments: str) -> None:
-        self._run(
-            f"UPDATE {self.state} SET {assignments} "
-            f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}"
-        )
+        sql = (f"UPDATE {self.state} SET {assignments} "
+               f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}")
+        retry_conflicts(lambda: self._run(sql))
 
     def begin_merging(self, model_id: str, run_id: str, chunks: int, staged_rows: int,
                       now: datetime) -> None:
@@ -224,10 +265,9 @@ class StateStore:
                      f"last_outcome = {lit(outcome[:2000])}, updated_at = {ts(now)}{reset}")
 
     def unlock(self, model_id: str, now: datetime) -> int:
-        rows = self._fetch(
-            f"UPDATE {self.state} SET lease_until = {ts(now)}, updated_at = {ts(now)} "
-            f"WHERE model_id = {lit(model_id)}"
-        )
+        sql = (f"UPDATE {self.state} SET lease_until = {ts(now)}, updated_at = {ts(now)} "
+               f"WHERE model_id = {lit(model_id)}")
+        rows = retry_conflicts(lambda: self._fetch(sql))
         return int(rows[0].get("num_affected_rows", 0)) if rows else 0
 
     def record(self, values: Mapping[str, Any]) -> None:
@@ -238,7 +278,6 @@ class StateStore:
             rendered.append(ts(value) if isinstance(value, datetime) else lit(value))
         # Keyed on the refresh's plan id: a cleanup replayed after a crash writes no second row.
         source = ", ".join(f"{v} AS {c}" for c, v in zip(cols, rendered))
-        self._run(
-            f"MERGE INTO {self.history} t USING (SELECT {source}) s "
-            f"ON t.run_id = s.run_id AND t.model_id = s.model_id WHEN NOT MATCHED THEN INSERT *"
-        )
+        sql = (f"MERGE INTO {self.history} t USING (SELECT {source}) s "
+               f"ON t.run_id = s.run_id AND t.model_id = s.model_id WHEN NOT MATCHED THEN INSERT *")
+        retry_conflicts(lambda: self._run(sql))
