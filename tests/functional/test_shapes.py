@@ -309,6 +309,7 @@ class TestShapeCatalogue:
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: s_payments_by_customer}"])
+        print(explained[explained.find("batch_refresh explain"):])
         assert "incremental (affected-key replay" in explained
         assert "customer_id (inferred from the query)" in explained
         assert "payments (as p): keys from its change rows joined to" in explained
