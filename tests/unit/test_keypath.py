@@ -133,6 +133,8 @@ def test_star_on_path_projects_table_columns():
      "groups by an aggregated value"),
     ("select id from s.a a where v > (select b.v from s.b b where b.id = a.id)", "WHERE expression"),
     ("select id from s.t version as of 3", "time travel"),
+    ("select a.id from s.a a join s.b b on a.id = b.id and exists (select 1 from s.c c where c.id = a.id)",
+     "JOIN condition"),
 ])
 def test_fallback_reasons(sql, reason):
     a = sa.analyze(sql, ("id",) if "group by n" not in sql else ("n",))

@@ -176,6 +176,8 @@ class _Walk:
         clause = child.arg_key
         if _own(select, exp.Window):
             raise NotIncremental("uses a window function over a changing upstream")
+        if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
+            raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
         if clause in ("from_", "joins"):
             alias: Optional[str] = self._through_source(select, child)
             source_partial = self.partial
