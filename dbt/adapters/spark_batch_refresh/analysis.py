@@ -37,7 +37,6 @@ _NONDETERMINISTIC_NODES: Tuple[type, ...] = tuple(
                  "UnixTimestamp")
     if hasattr(exp, name)
 )
-CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,6 @@ import sqlglot
 from sqlglot import exp
 
 DIALECT = "spark"
-CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 
 
 class NotIncremental(Exception):
