@@ -33,7 +33,8 @@
   {%- set response = outcome[0] -%}
   {%- set result = outcome[1] -%}
   {% do store_result('main', response=response) %}
-  {{ log("batch_refresh " ~ model['name'] ~ ": " ~ result['log_line'], info=True) }}
+  {#- One info line through dbt's event system: what the run did and why (SQL is at debug). -#}
+  {{ log("batch_refresh " ~ model['name'] ~ ": " ~ result['summary'], info=True) }}
 
   {% if result['action'] in ('backfill', 'replay', 'full') %}
     {% set should_revoke = should_revoke(existing, full_refresh_mode=(result['action'] == 'backfill')) %}

@@ -1,8 +1,30 @@
-{#- dbt run-operation batch_refresh_status [--args '{history: 5}'] -#}
-{% macro batch_refresh_status(history=5) %}
+{#- dbt run-operation batch_refresh_status [--args '{history: 5, model: name}']
+    Every batch_refresh model of the project: phase, last refresh, consumed versions, lag behind
+    upstream, interval, next due, last outcome; then the last `history` runs of each. -#}
+{% macro batch_refresh_status(history=5, model=none) %}
   {% if execute %}
-    {{ print(adapter.batch_refresh_status(spark_batch_refresh__state_schema(), history)) }}
+    {% set models = spark_batch_refresh__project_models(model) %}
+    {{ print(adapter.batch_refresh_status(spark_batch_refresh__state_schema(), models, history,
+                                        model is not none)) }}
   {% endif %}
+{% endmacro %}
+
+
+{% macro spark_batch_refresh__project_models(only=none) %}
+  {#- The batch_refresh models of the project (or the one named), as the status report needs them. -#}
+  {% set wanted = [] if only is none else [spark_batch_refresh__find_model(only).unique_id] %}
+  {% set models = [] %}
+  {% for node in graph.nodes.values() | sort(attribute='unique_id') %}
+    {% if node.resource_type == 'model' and node.config.materialized == 'batch_refresh'
+          and (not wanted or node.unique_id in wanted) %}
+      {% do models.append({
+            'unique_id': node.unique_id, 'name': node.name,
+            'relation': node.schema ~ '.' ~ (node.alias or node.name),
+            'refresh_interval': node.config.get('refresh_interval'),
+            'refresh_mode': node.config.get('refresh_mode')}) %}
+    {% endif %}
+  {% endfor %}
+  {{ return(models) }}
 {% endmacro %}
 
 

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from importlib import import_module
 
+import agate
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.base.meta import available
+from dbt.adapters.base.relation import BaseRelation, InformationSchema
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.contracts.relation import RelationConfig
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
-
+from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh import __version__
 from dbt.adapters.spark_batch_refresh import explain
 from dbt.adapters.spark_batch_refresh.analysis import analyze
-from dbt.adapters.spark_batch_refresh.config import parse_config
+from dbt.adapters.spark_batch_refresh.config import parse_config, parse_duration
 from dbt.adapters.spark_batch_refresh import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.executor import (
@@ -25,30 +29,63 @@ from dbt.adapters.spark_batch_refresh.executor import (
     Refresher,
     current_time,
 )
-from dbt.adapters.spark_batch_refresh.state import StateStore
+from dbt.adapters.spark_batch_refresh.sqlgen import lit
+from dbt.adapters.spark_batch_refresh.state import HISTORY_TABLE, STATE_TABLE, StateStore
+
+logger = AdapterLogger("SparkBatchRefresh")
+
+WRITES = ("backfill", "replay", "full")
+# Bounds the DESCRIBE HISTORY read that dates the first unconsumed commit of an upstream.
+_STATUS_HISTORY_LIMIT = 1000
 
 
 @dataclass
 class BatchRefreshResponse(AdapterResponse):
     """`adapter_response` of a batch_refresh node in run_results.json."""
 
+    # dbt writes adapter_response with omit_none: "" keeps "none" fields present in the file.
     action: str = ""
     reason: str = ""
     mode: str = ""
     resumed: bool = False
-    fallback_reason: Optional[str] = None
+    fallback_reason: str = ""
     versions_from: Dict[str, int] = field(default_factory=dict)
     versions_to: Dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
     staged_rows: int = 0
-    next_due: Optional[str] = None
-    run_id: Optional[str] = None
     chunks: int = 0
-    statements: int = 0
-    writes: int = 0
+    next_due: str = ""
+    run_id: str = ""
+    statements: int = 0  # SQL statements the refresh issued
+    writes: int = 0  # of which Delta writes (commits)
     duration_s: float = 0.0
+
+    @classmethod
+    def from_result(cls, data: Mapping[str, Any]) -> "BatchRefreshResponse":
+        return cls(
+            _message=status_report.short_message(data),
+            code=str(data.get("action") or "").upper(),
+            rows_affected=int(data.get("rows_affected") or 0),
+            action=str(data.get("action") or ""),
+            reason=str(data.get("reason") or ""),
+            mode=str(data.get("mode") or ""),
+            resumed=bool(data.get("resumed")),
+            fallback_reason=str(data.get("fallback_reason") or ""),
+            versions_from={str(k): int(v) for k, v in (data.get("versions_from") or {}).items()},
+            versions_to={str(k): int(v) for k, v in (data.get("versions_to") or {}).items()},
+            rows_inserted=int(data.get("rows_inserted") or 0),
+            rows_updated=int(data.get("rows_updated") or 0),
+            rows_deleted=int(data.get("rows_deleted") or 0),
+            staged_rows=int(data.get("staged_rows") or 0),
+            chunks=int(data.get("chunks") or 0),
+            next_due=str(data.get("next_due") or ""),
+            run_id=str(data.get("run_id") or ""),
+            statements=int(data.get("statements") or 0),
+            writes=int(data.get("writes") or 0),
+            duration_s=float(data.get("duration_s") or 0.0),
+        )
 
 
 class SparkBatchRefreshAdapter(SparkAdapter):
@@ -100,30 +137,164 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             full_refresh=bool(full_refresh), force=bool(force),
         )
         result = self._refresher().refresh(request)
-        data = result.to_dict()
-        response = BatchRefreshResponse(
-            _message=result.message(),
-            code=result.action.upper(),
-            rows_affected=result.rows_affected,
-            **{k: data[k] for k in (
-                "action", "reason", "mode", "resumed", "fallback_reason", "versions_from",
-                "versions_to", "rows_inserted", "rows_updated", "rows_deleted", "staged_rows",
-                "next_due", "run_id", "chunks", "statements", "writes", "duration_s")},
+        data = dict(result.to_dict())
+        data["chunks"] = self._chunks(data, state_schema, model_id)
+        data["summary"] = status_report.summary_line(data)
+        return BatchRefreshResponse.from_result(data), data
+
+    def _chunks(self, data: Mapping[str, Any], state_schema: str, model_id: str) -> int:
+        """How many target commits the refresh made (0 for skip and no-op).
+
+        The engine records the count in the state row; read it there until its result
+        carries `chunks` itself.
+        """
+        if "chunks" in data:
+            return int(data["chunks"] or 0)
+        if data.get("action") not in WRITES:
+            return 0
+        found = self._fetch_dicts(
+            f"SELECT chunks_total FROM {state_schema}.{STATE_TABLE} "
+            f"WHERE model_id = {lit(model_id)}"
         )
-        return response, data
+        return int(found[0]["chunks_total"] or 1) if found else 1
+
+    # ------------------------------------------------------------------ docs catalog
+    _catalog_stats: Dict[Tuple[str, str], Dict[str, Any]] = {}
+
+    def get_catalog(
+        self,
+        relation_configs: Iterable[RelationConfig],
+        used_schemas: FrozenSet[Tuple[str, str]],
+    ) -> Tuple[agate.Table, List[Exception]]:
+        """dbt-spark's catalog, plus each batch_refresh model's refresh metadata as stats.
+
+        The state tables live in their own schema, which no node uses, so they never enter
+        the catalog; only what they say about each model does.
+        """
+        configs = list(relation_configs)  # dbt passes an iterator; it is read twice here
+        self._catalog_stats = self._refresh_stats_for(configs)
+        return super().get_catalog(configs, used_schemas)
+
+    def _refresh_stats_for(self, configs: List[RelationConfig]) -> Dict[Tuple[str, str], Dict[str, Any]]:
+        models = [c for c in configs if _materialized(c) == "batch_refresh"]
+        if not models:
+            return {}
+        state_schema = str(self.execute_macro("spark_batch_refresh__state_schema")).strip()
+        states = {str(r["model_id"]): r for r in self._state_rows(state_schema)}
+        last = {str(h["model_id"]): h for h in self._recent_history(state_schema, 1)}
+        stats = {}
+        for node in models:
+            info = _model_info(_node_dict(node))
+            key = (str(node.schema).lower(), str(node.identifier).lower())
+            stats[key] = status_report.catalog_stats(info, states.get(info.unique_id),
+                                                     last.get(info.unique_id))
+        return stats
+
+    def _get_one_catalog(
+        self,
+        information_schema: InformationSchema,
+        schemas: Set[str],
+        used_schemas: FrozenSet[Tuple[str, str]],
+    ) -> agate.Table:
+        if len(schemas) != 1:
+            return super()._get_one_catalog(information_schema, schemas, used_schemas)
+        columns: List[Dict[str, Any]] = []
+        for relation in self.list_relations(information_schema.database, next(iter(schemas))):
+            columns.extend(self._get_columns_for_catalog(relation))
+        # The refresh stats are sentences; agate must not turn them into dates or numbers.
+        text = {k for c in columns for k in c if k.startswith("stats:br_")}
+        return agate.Table.from_object(columns, column_types=build_type_tester(text))
+
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[Dict[str, Any]]:
+        """Columns from DESCRIBE for every relation, not from SHOW TABLE EXTENDED's text.
+
+        On Spark 4.2 that text has no schema at all for Delta tables (dbt-spark then falls
+        back to DESCRIBE) and Spark's internal type names for views (`long`, `integer`, and
+        `array` without its element type), so one project's docs mixed `bigint` and `long`.
+        DESCRIBE gives every relation its SQL types, read from the Delta log for Delta tables.
+        """
+        stats = self._catalog_stats.get(
+            (str(relation.schema).lower(), str(relation.identifier).lower()), {})
+        try:
+            columns = self.get_columns_in_relation(relation)
+        except DbtRuntimeError as exc:  # dropped while the catalog was read: leave it out
+            logger.debug(f"Error retrieving columns for catalog entry {relation}: {exc}")
+            columns = []
+        for column in columns:
+            as_dict = column.to_column_dict()
+            as_dict["column_name"] = as_dict.pop("column", None)
+            as_dict["column_type"] = as_dict.pop("dtype")
+            as_dict["table_database"] = None
+            as_dict.update(stats)
+            yield as_dict
 
     # ------------------------------------------------------------------ operations
     @available
-    def batch_refresh_status(self, state_schema: str, history_rows: int = 5) -> str:
-        store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
-        store.ensure()
-        states = self._fetch_dicts(f"SELECT * FROM {store.state} ORDER BY model_id")
-        history = self._fetch_dicts(
+    def batch_refresh_status(self, state_schema: str, models: List[Mapping[str, Any]],
+                             history_rows: Any = 5, only_listed: bool = False) -> str:
+        """The `batch_refresh_status` report: every project model, its lag and recent runs.
+
+        Read-only: a project that never ran a batch_refresh model gets a report, not new
+        state tables.
+        """
+        keep = _history_limit(history_rows)
+        infos = [_model_info(m) for m in models]
+        states = {str(r["model_id"]): r for r in self._state_rows(state_schema)}
+        history = self._recent_history(state_schema, keep) if keep else None
+        if only_listed:
+            wanted = {i.unique_id for i in infos}
+            states = {k: v for k, v in states.items() if k in wanted}
+            if history is not None:
+                history = [h for h in history if str(h.get("model_id")) in wanted]
+        latest = self._latest_upstreams(states.values())
+        return status_report.render(infos, states, history, latest, current_time())
+
+    def _read_state_table(self, sql: str) -> List[Dict[str, Any]]:
+        """Rows of a state/history query; none if those tables do not exist yet."""
+        try:
+            return self._fetch_dicts(sql)
+        except DbtRuntimeError as exc:
+            text = str(exc)
+            if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND",
+                                       "cannot be found", "Table or view not found")):
+                return []
+            raise
+
+    def _state_rows(self, state_schema: str) -> List[Dict[str, Any]]:
+        return self._read_state_table(f"SELECT * FROM {state_schema}.{STATE_TABLE} ORDER BY model_id")
+
+    def _recent_history(self, state_schema: str, keep: int) -> List[Dict[str, Any]]:
+        return self._read_state_table(
             f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY model_id ORDER BY "
-            f"started_at DESC) AS _rn FROM {store.history}) WHERE _rn <= {int(history_rows)} "
-            f"ORDER BY model_id, started_at DESC"
+            f"started_at DESC, finished_at DESC) AS _rn FROM {state_schema}.{HISTORY_TABLE}) "
+            f"WHERE _rn <= {keep} ORDER BY model_id, started_at DESC, finished_at DESC"
         )
-        return status_report.render(states, history, current_time())
+
+    def _latest_upstreams(
+        self, states: Iterable[Mapping[str, Any]]
+    ) -> Dict[str, Optional[status_report.Latest]]:
+        """Newest version of every consumed upstream, with the commit times lag needs."""
+        oldest: Dict[str, int] = {}
+        for row in states:
+            for upstream, point in status_report.consumed_points(row.get("consumed")).items():
+                version = int(point.get("version", 0))
+                oldest[upstream] = min(version, oldest.get(upstream, version))
+        latest: Dict[str, Optional[status_report.Latest]] = {}
+        for upstream, consumed in sorted(oldest.items()):
+            try:
+                head = self._fetch_dicts(f"DESCRIBE HISTORY {upstream} LIMIT 1")
+            except DbtRuntimeError as exc:  # dropped upstream: the report says "?"
+                logger.debug(f"batch_refresh_status: cannot read {upstream}: {exc}")
+                latest[upstream] = None
+                continue
+            version = int(head[0]["version"]) if head else -1
+            commits = {version: status_report.as_datetime(head[0]["timestamp"])} if head else {}
+            if version > consumed + 1:
+                limit = min(version - consumed, _STATUS_HISTORY_LIMIT)
+                commits = {int(r["version"]): status_report.as_datetime(r["timestamp"]) for r in
+                           self._fetch_dicts(f"DESCRIBE HISTORY {upstream} LIMIT {limit}")}
+            latest[upstream] = status_report.Latest(version, commits)
+        return latest
 
     @available
     def batch_refresh_history(self, state_schema: str) -> List[Dict[str, Any]]:
@@ -175,3 +346,50 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 feed = explain.props_change_feed(refresher.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
         return explain.render(model, config, analysis, upstreams, phase)
+
+def _history_limit(value: Any) -> int:
+    """`--args '{history: n}'`: a clear error instead of a traceback for a bad value."""
+    try:
+        keep = int(value)
+    except (TypeError, ValueError):
+        keep = -1
+    if keep < 0 or isinstance(value, bool):
+        raise DbtRuntimeError(
+            f"batch_refresh_status: history must be a whole number of runs per model (0 hides "
+            f"them), got {value!r}. Fix: --args '{{history: 5}}'."
+        )
+    return keep
+
+
+def _model_info(node: Mapping[str, Any]) -> status_report.ModelInfo:
+    interval = node.get("refresh_interval")
+    try:
+        seconds = parse_duration(interval)
+    except ValueError:
+        seconds = None  # `dbt run` reports the bad value; the report just shows it
+    return status_report.ModelInfo(
+        unique_id=str(node["unique_id"]),
+        name=str(node["name"]),
+        relation=str(node.get("relation") or ""),
+        refresh_interval=None if interval is None else str(interval),
+        refresh_mode=None if node.get("refresh_mode") is None else str(node["refresh_mode"]),
+        interval_s=seconds,
+    )
+
+
+def _materialized(node: RelationConfig) -> Optional[str]:
+    config = getattr(node, "config", None)
+    return getattr(config, "materialized", None) if config is not None else None
+
+
+def _node_dict(node: RelationConfig) -> Dict[str, Any]:
+    """The fields of a manifest node the status report and the catalog stats read."""
+    config = node.config
+    get = config.get if config is not None else (lambda _k, _d=None: None)
+    return {
+        "unique_id": getattr(node, "unique_id", node.name),
+        "name": node.name,
+        "relation": f"{node.schema}.{node.identifier}",
+        "refresh_interval": get("refresh_interval", None),
+        "refresh_mode": get("refresh_mode", None),
+    }
