@@ -19,6 +19,12 @@
 
   {{ run_hooks(pre_hooks) }}
 
+  {%- if flags.EMPTY -%}
+    {{ spark_batch_refresh__empty(model['name'], existing, target_relation, compiled_code) }}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [target_relation]}) }}
+  {%- endif -%}
+
   {%- set outcome = adapter.batch_refresh_run(
         model=model['name'],
         model_id=model['unique_id'],
@@ -82,4 +88,22 @@
 {% macro spark_batch_refresh__state_schema() -%}
   {#- Refresh state lives beside the target schema, out of the project's docs catalog. -#}
   {{ return(var('batch_refresh_state_schema', target.schema ~ '_batch_refresh')) }}
+{%- endmacro %}
+
+
+{% macro spark_batch_refresh__empty(name, existing, target_relation, sql) -%}
+  {#- `--empty` (schema-only dry runs): refs read no rows, so a refresh would record upstream
+      versions as consumed without their data. Create a missing target empty so downstream
+      models compile against it, record no state, and leave an existing target alone: the
+      next normal run backfills or replays as if `--empty` had never run. -#}
+  {%- if existing is none -%}
+    {%- call statement('main') -%}
+      create table {{ target_relation.render() }} using delta {{ spark_batch_refresh__target_options() }}
+      tblproperties ('delta.enableChangeDataFeed' = 'true') as {{ sql }}
+    {%- endcall -%}
+    {{ log("batch_refresh " ~ name ~ ": --empty: created the target without rows; no refresh state recorded", info=True) }}
+  {%- else -%}
+    {% do store_result('main', response='EMPTY: target left as it is') %}
+    {{ log("batch_refresh " ~ name ~ ": --empty: target exists, left as it is; no refresh state recorded", info=True) }}
+  {%- endif -%}
 {%- endmacro %}

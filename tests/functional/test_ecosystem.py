@@ -130,6 +130,7 @@ class TestExampleProjectEcosystem:
         self.replay_logging_and_status(project, schema, logs_dir)
         self.select_and_full_refresh(project, schema)
         self.retry_resumes(project, schema, monkeypatch)
+        self.empty_flag(project, schema)
         self.operation_errors(project)
 
     # ------------------------------------------------------------------ dbt build
@@ -294,6 +295,27 @@ class TestExampleProjectEcosystem:
         assert results[0].adapter_response["reason"] == "--full-refresh"
         assert actions(project, "gated_orders") == ["backfill", "backfill"]
         assert before == {m: table_version(project, f"{schema}.{m}") for m in others}
+
+    # ------------------------------------------------------------------ dbt run --empty
+    def empty_flag(self, project, schema):
+        target = f"{schema}.customer_orders"
+        before = (table_version(project, target), actions(project, "customer_orders"))
+        _, output = run_dbt_and_capture(["run", "--empty", "--select", "customer_orders"])
+        assert "--empty: target exists, left as it is" in output
+        assert (table_version(project, target), actions(project, "customer_orders")) == before
+        # a missing target is created without rows, and no state is recorded for it ...
+        project.run_sql(f"drop table {target}")
+        _, output = run_dbt_and_capture(["run", "--empty", "--select", "customer_orders"])
+        assert "--empty: created the target without rows" in output
+        assert rows(project, f"select count(*) as n from {target}")[0]["n"] == 0
+        assert actions(project, "customer_orders") == before[1]
+        # ... so the next run sees a target that is not the one it built (same version number,
+        # another commit) and backfills it
+        results = run_ok(["run", "--select", "customer_orders"])
+        response = results[0].adapter_response
+        assert response["action"] == "backfill", response
+        assert "was recreated" in response["reason"], response["reason"]
+        assert_contract(project, "customer_orders")
 
     # ------------------------------------------------------------------ mistakes
     def operation_errors(self, project):

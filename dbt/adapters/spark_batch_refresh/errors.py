@@ -24,3 +24,11 @@ class BatchRefreshLeaseError(DbtRuntimeError):
 
 class BatchRefreshRuntimeError(DbtRuntimeError):
     """A fault during a refresh; the state is left resumable."""
+
+
+class MissingUpstream(Exception):
+    """An upstream relation of the model does not exist; callers turn it into a user error."""
+
+    def __init__(self, relation: str) -> None:
+        super().__init__(relation)
+        self.relation = relation

@@ -27,6 +27,7 @@ from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError,
     BatchRefreshRuntimeError,
     BatchRefreshUserError,
+    MissingUpstream,
 )
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
@@ -42,7 +43,8 @@ from dbt.adapters.spark_batch_refresh.planner import (
     model_change_error,
     plan_run,
 )
-from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore, points_from_json, points_json
+from dbt.adapters.spark_batch_refresh.state import (
+    StateRow, StateStore, as_datetime, points_from_json, points_json)
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -170,11 +172,27 @@ class Refresher:
             if "DELTA_ONLY_OPERATION" in text or "not a Delta table" in text or "is a view" in text:
                 return None
             if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text:
-                return None
+                raise MissingUpstream(upstream) from exc
             raise
         if not rows:
             return None
-        return UpstreamPoint(int(rows[0]["version"]), rows[0]["timestamp"])
+        return UpstreamPoint(int(rows[0]["version"]), as_datetime(rows[0]["timestamp"]))
+
+    def _latest_points(self, model: str, upstreams: List[str]) -> Dict[str, Optional[UpstreamPoint]]:
+        """Every upstream's latest point; all missing upstreams in one error, before any write."""
+        latest: Dict[str, Optional[UpstreamPoint]] = {}
+        missing = []
+        for upstream in upstreams:
+            try:
+                latest[upstream] = self.latest_point(upstream)
+            except MissingUpstream:
+                missing.append(upstream)
+        if missing:
+            raise BatchRefreshUserError(model, "an upstream relation does not exist", [
+                f"{name} was not found. Build it first (`dbt run --select +{model}` builds the "
+                f"model's parents) or fix the ref/source/table name in the model."
+                for name in missing])
+        return latest
 
     def details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
         """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
@@ -197,7 +215,7 @@ class Refresher:
         store.ensure()
         row = store.read(req.model_id)
         now = current_time()
-        latest = {u: self.latest_point(u) for u in analysis.upstreams}
+        latest = self._latest_points(req.model, analysis.upstreams)
 
         resumed = False
         if row is not None and row.phase != "idle":
@@ -268,10 +286,12 @@ class Refresher:
             self._finish_metrics(result, started)
             store.record(self._history_values(ctx, now, "success",
                                               f"resumed by run {run_id}" if resumed else ""))
+            target = self._point(req.target)
             store.complete(
                 model_id=req.model_id, run_id=run_id, fingerprint=fingerprint,
                 consumed=ctx.plan.pinned, action=ctx.plan.action,
-                target_version=self._version(req.target), now=current_time(),
+                target_version=target.version if target else None,
+                target_committed_at=target.timestamp if target else None, now=current_time(),
             )
             self._drop_staging(ctx)
             self._finish_metrics(result, started)  # the result counts the cleanup as well
@@ -384,6 +404,12 @@ class Refresher:
         if version < row.target_version:
             return f"the target {req.target} was recreated (its version went back)"
         if version == row.target_version:
+            # Same version number, other commit: dropped and rebuilt up to the same version
+            # (e.g. a plain CTAS at v0 after our backfill at v0).
+            committed = latest[0]["timestamp"] if latest else None
+            if (row.target_committed_at is not None and committed is not None and abs(
+                    (as_datetime(committed) - row.target_committed_at).total_seconds()) > 1):
+                return f"the target {req.target} was recreated (v{version} is another commit)"
             return None
         for entry in self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT {version - row.target_version}"):
             if str(entry.get("operation", "")).upper() in MAINTENANCE_OPERATIONS:
@@ -494,17 +520,12 @@ class Refresher:
         else:
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
-        if plan.action == REPLAY:
-            # A replay's staging (the affected keys' rows) is computed once into the session's
-            # cache, not a Delta commit; a merge of several chunks persists it first (see
-            # _refreshing). Backfills and full recomputes are table-sized: Delta staging.
-            self._run(f"DROP VIEW IF EXISTS {ctx.view}")
-            self._run(f"CACHE TABLE {ctx.view} AS\n{select}")
-            ctx.source = ctx.view
-        else:
-            self._run(f"CREATE OR REPLACE TABLE {ctx.staging} USING delta "
-                      f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS\n{select}")
-            ctx.source = ctx.staging
+        # Staging is computed once into the session's cache (memory and disk), not a Delta
+        # commit: it is a pure function of the pinned versions, so a resumed run recomputes it.
+        # Only a merge of several chunks persists it as a Delta table (see _refreshing).
+        self._run(f"DROP VIEW IF EXISTS {ctx.view}")
+        self._run(f"CACHE TABLE {ctx.view} AS\n{select}")
+        ctx.source = ctx.view
         if config.unique_key:
             self._check_keys(ctx)
         else:
@@ -661,9 +682,11 @@ class Refresher:
         rows = self._fetch(f"DESCRIBE QUERY {sql}")
         return [(r["col_name"], r["data_type"]) for r in rows]
 
-    def _version(self, relation: str) -> Optional[int]:
+    def _point(self, relation: str) -> Optional[UpstreamPoint]:
         rows = self._fetch(f"DESCRIBE HISTORY {relation} LIMIT 1")
-        return int(rows[0]["version"]) if rows else None
+        if not rows:
+            return None
+        return UpstreamPoint(int(rows[0]["version"]), as_datetime(rows[0]["timestamp"]))
 
     def _tagged(self, ctx: "_RunContext", chunk: int, chunks: int) -> "_SessionConfs":
         plan = ctx.plan

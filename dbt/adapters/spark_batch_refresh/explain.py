@@ -74,7 +74,7 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     lines.append("  upstreams:")
     for info in upstreams:
         if info.latest is None:
-            lines.append(f"    {info.name}: not a Delta table (no versions, no change feed)")
+            lines.append(f"    {info.name}: missing, or not a Delta table (no versions, no change feed)")
             continue
         behind = ("" if info.consumed is None else
                   f", consumed v{info.consumed} ({info.latest.version - info.consumed} behind)")

@@ -24,6 +24,7 @@ from dbt.adapters.spark_batch_refresh.analysis import analyze
 from dbt.adapters.spark_batch_refresh.config import parse_config, parse_duration
 from dbt.adapters.spark_batch_refresh import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
+from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.executor import (
     RefreshRequest,
     Refresher,
@@ -340,7 +341,10 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             phase = row.phase
         upstreams = []
         for name in analysis.upstreams:
-            latest = refresher.latest_point(name)
+            try:
+                latest = refresher.latest_point(name)
+            except MissingUpstream:
+                latest = None  # explain says "not a Delta table / missing" rather than failing
             feed = None
             if latest is not None:
                 feed = explain.props_change_feed(refresher.details([name])[name][1])
