@@ -259,11 +259,6 @@ def change_rows(project: Any, versions_from: Dict[str, int], versions_to: Dict[s
     return total
 
 
-def upstream_sizes(project: Any, versions: Dict[str, int]) -> Dict[str, int]:
-    return {u.split(".")[-1]: int(rows(project, f"select count(*) as n from {u} version as of {v}")[0]["n"])
-            for u, v in versions.items()}
-
-
 class TestShapeCatalogue:
     @pytest.fixture(scope="class")
     def models(self):
@@ -298,8 +293,7 @@ class TestShapeCatalogue:
                     assert 0 <= response["staged_rows"] <= shape.fanout * moved, (
                         shape.name, response["staged_rows"], moved)
                     print(f"differential: {shape.name} staged {response['staged_rows']} rows "
-                          f"for {moved} changed upstream rows; upstream sizes "
-                          f"{upstream_sizes(project, response['versions_to'])}")
+                          f"for {moved} changed upstream rows")
                 assert_contract(project, shape.name)
                 checked += 1
             fallback = results[FALLBACK.name]
