@@ -1,8 +1,8 @@
 """The thrift suite: dbt (in-process and in subprocesses) against a real Spark Thrift Server.
 
 Overrides `dbt_profile_target` for tests/thrift only, so the embedded-session tests collected in
-the same pytest process keep their own profile. The server starts once per pytest session, only
-when a thrift test runs, and is stopped at the end.
+the same pytest process keep their own profile. The server starts once, only when a thrift test
+runs, and is stopped when the last one is done.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import pytest
 from tests.thrift import server as thrift_server
 
 
-@pytest.fixture(scope="session")
+# Package scope: the server is stopped as soon as the thrift tests are done, not held
+# through the rest of `make test`.
+@pytest.fixture(scope="package")
 def thrift_server_process() -> Iterator[thrift_server.ThriftServer]:
     srv = thrift_server.start()
     try:
