@@ -1,0 +1,316 @@
+"""The product through a real Spark Thrift Server (`method: thrift`), and concurrent runs.
+
+One dbt project for the whole suite (class-scoped, tests run in order and build on each other's
+state): two raw Delta tables and four `batch_refresh` models forming a DAG
+
+    raw.orders ──► rows_m (row-wise, chunked) ──► chain_m (aggregate over a batch_refresh model)
+    raw.orders ─┬► agg_m (join + GROUP BY)
+    raw.customers┘
+    raw.orders ──► race_m (row-wise; the model the concurrent runs fight over)
+
+Every refresh goes through dbt-spark's PyHive connection; nothing in the refresh path has a
+local SparkSession (dbt runs in-process here and in subprocesses, neither starts a JVM). After
+every run the correctness contract is checked: the target equals the model SQL evaluated from
+scratch at the upstream versions recorded as consumed.
+
+Concurrency, without sleeps: a refresh is parked at a fail point on a named pipe
+(BATCH_REFRESH_PAUSE_AT / BATCH_REFRESH_PAUSE_FIFO) while a second `dbt run` of the same model
+runs to completion and must get the lease error; then unsynchronised simultaneous launches
+where at most one refreshes. Each race follows an upstream change, so the model's history must
+show exactly one replay per race, the version ranges chaining without gap or overlap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from dbt.adapters.spark_batch_refresh.analysis import pin_versions
+from tests.functional.helpers import (
+    compiled_sql,
+    consumed_versions,
+    history,
+    rows,
+    sources_yml,
+    state,
+)
+
+DBT = str(Path(sys.executable).with_name("dbt"))
+# Pause points for the held trials: lease taken / staging written / first chunk merged.
+HELD_POINTS = ["after_lease", "after_chunk:1"]
+FREE_RACES = 2
+SUBPROCESS_TIMEOUT_S = 300
+
+ROWS_M = """
+{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=4) }}
+select id, cust, amount * 2 as amt2, status
+from {{ source('raw', 'orders') }}
+where status <> 'void'
+"""
+AGG_M = """
+{{ config(materialized='batch_refresh') }}
+select c.region, count(*) as n_orders, sum(o.amount) as total
+from {{ source('raw', 'orders') }} o
+join {{ source('raw', 'customers') }} c on o.cust = c.cust
+where o.status <> 'void'
+group by c.region
+"""
+AGG_M_EDITED = AGG_M.replace("sum(o.amount) as total", "sum(o.amount) as total, max(o.amount) as biggest")
+CHAIN_M = """
+{{ config(materialized='batch_refresh') }}
+select cust, count(*) as n, sum(amt2) as amt2
+from {{ ref('rows_m') }}
+group by cust
+"""
+RACE_M = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, cust, amount
+from {{ source('raw', 'orders') }}
+where amount > 0
+"""
+MODELS = ["rows_m", "agg_m", "chain_m", "race_m"]
+
+
+def _contract(project: Any, model: str, compiled: Optional[str] = None) -> None:
+    """Target == model SQL from scratch at the consumed versions (also for subprocess runs)."""
+    expected = pin_versions(compiled or compiled_sql(project, model), consumed_versions(project, model))
+    target = f"{project.test_schema}.{model}"
+    (diff,) = rows(project, f"select (select count(*) from ((({expected})) except all (select * from {target}))) "
+                            f"as missing, (select count(*) from ((select * from {target}) except all ({expected}))) as extra")
+    assert (diff["missing"], diff["extra"]) == (0, 0), (
+        f"{model}: {diff['missing']} rows missing, {diff['extra']} rows extra vs the from-scratch result")
+
+
+def _chunk_commits(project: Any, model: str) -> Dict[tuple, int]:
+    """(plan, chunk) -> how many target commits carry it (each must be exactly 1)."""
+    seen: Dict[tuple, int] = {}
+    for entry in rows(project, f"describe history {project.test_schema}.{model}"):
+        meta = entry.get("userMetadata")
+        if meta and "batch_refresh_plan" in meta:
+            data = json.loads(meta)
+            key = (data["batch_refresh_plan"], data["chunk"])
+            seen[key] = seen.get(key, 0) + 1
+    return seen
+
+
+def _change_orders(project: Any, step: int) -> None:
+    """One Delta commit: updates, a delete, rows entering/leaving the filters, inserts."""
+    s = project.test_schema
+    base = 100 + 10 * step
+    project.run_sql(
+        f"merge into {s}.orders t using (select * from values "
+        f"(1, 1, {step + 50}, 'open', false), (2, 2, -5, 'open', false), (3, 3, 7, 'void', false), "
+        f"({4 + step}, 0, 0, 'open', true), ({base}, 1, 11, 'open', false), "
+        f"({base + 1}, 4, 12, 'open', false), ({base + 2}, 2, 13, 'void', false) "
+        f"as v(id, cust, amount, status, del)) s on t.id = s.id "
+        f"when matched and s.del then delete "
+        f"when matched then update set id = s.id, cust = s.cust, amount = s.amount, status = s.status "
+        f"when not matched and not s.del then insert (id, cust, amount, status) "
+        f"values (s.id, s.cust, s.amount, s.status)")
+
+
+def _results_by_model(results: Any) -> Dict[str, Any]:
+    return {r.node.name: r for r in results}
+
+
+class _Subprocess:
+    """One `dbt run` in a process of its own, with its own target/log dirs (run in parallel)."""
+
+    def __init__(self, project: Any, work: Path, name: str, args: List[str],
+                 env: Optional[Dict[str, str]] = None) -> None:
+        self.target = work / f"target-{name}"
+        full_env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})}
+        for var in ("BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_PAUSE_AT"):
+            if var not in (env or {}):
+                full_env.pop(var, None)
+        self.proc = subprocess.Popen(
+            [DBT, *args, "--project-dir", project.project_root, "--profiles-dir",
+             project.profiles_dir, "--target-path", str(self.target), "--log-path",
+             str(work / f"logs-{name}")],
+            cwd=project.project_root, env=full_env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        self.output = ""
+
+    def wait(self) -> int:
+        self.output, _ = self.proc.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+        return self.proc.returncode
+
+    def outcome(self) -> Dict[str, Any]:
+        """The model's status, action and message from the run's own run_results.json."""
+        path = self.target / "run_results.json"
+        assert path.exists(), f"no run_results.json (rc {self.proc.returncode}):\n{self.output[-4000:]}"
+        (res,) = json.loads(path.read_text())["results"]
+        return {"status": res["status"], "action": (res.get("adapter_response") or {}).get("action"),
+                "message": res.get("message") or ""}
+
+    def compiled(self, model: str) -> str:
+        return (self.target / "compiled" / "test" / "models" / f"{model}.sql").read_text()
+
+
+def _wait_parked(fifo: Path, proc: subprocess.Popen, deadline_s: float = 240.0) -> int:
+    """Open the pause pipe for writing; that succeeds once the paused run has it open to read.
+
+    A non-blocking open fails (ENXIO) while no reader is there; the loop polls that event with a
+    deadline and fails at once if the process died instead of pausing.
+    """
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            pass
+        assert proc.poll() is None, f"the paused run exited ({proc.returncode}) before the pause point"
+        assert time.monotonic() < deadline, "the run never reached its pause point"
+        time.sleep(0.1)
+
+
+class TestThriftServer:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "sources.yml": sources_yml("orders", "customers"),
+            "rows_m.sql": ROWS_M,
+            "agg_m.sql": AGG_M,
+            "chain_m.sql": CHAIN_M,
+            "race_m.sql": RACE_M,
+        }
+
+    @pytest.fixture(scope="class")
+    def work(self):
+        return Path(tempfile.mkdtemp(prefix="thrift-runs-", dir="/tmp"))
+
+    def test_connection_is_thrift(self, project):
+        creds = project.adapter.config.credentials
+        assert (creds.type, str(creds.method.value)) == ("spark_batch_refresh", "thrift")
+        with project.adapter.connection_named("probe"):
+            handle = project.adapter.connections.get_thread_connection().handle
+        assert type(handle).__name__ == "_BackoffPyhiveWrapper", type(handle)
+
+    def test_backfill_then_replay_threads_4(self, project):
+        s = project.test_schema
+        project.run_sql(f"create table {s}.orders (id int, cust int, amount int, status string) using delta")
+        project.run_sql(f"create table {s}.customers (cust int, region string) using delta")
+        project.run_sql(f"insert into {s}.orders select cast(id as int), cast(id % 5 as int), "
+                        f"cast(id * 3 % 17 as int), case when id % 6 = 0 then 'void' else 'open' end "
+                        f"from range(1, 30)")
+        project.run_sql(f"insert into {s}.customers values (0, 'north'), (1, 'north'), (2, 'south'), "
+                        f"(3, 'east'), (4, 'west')")
+        from dbt.tests.util import run_dbt
+
+        first = _results_by_model(run_dbt(["run", "--threads", "4"]))
+        assert {m: first[m].adapter_response["action"] for m in MODELS} == dict.fromkeys(MODELS, "backfill")
+        for m in MODELS:
+            _contract(project, m)
+
+        _change_orders(project, 0)
+        project.run_sql(f"update {s}.customers set region = 'east' where cust = 4")
+        second = _results_by_model(run_dbt(["run", "--threads", "4"]))
+        assert {m: second[m].adapter_response["action"] for m in MODELS} == dict.fromkeys(MODELS, "replay")
+        for m in MODELS:
+            assert second[m].adapter_response["fallback_reason"] == "", (m, second[m].adapter_response)
+            _contract(project, m)
+
+    def test_killed_run_resumes(self, project, work, monkeypatch):
+        _change_orders(project, 1)
+        dead = _Subprocess(project, work, "crash", ["run", "--select", "rows_m"],
+                           env={"BATCH_REFRESH_FAIL_AT": "after_chunk:1"})
+        assert dead.wait() == 137, dead.output[-4000:]
+        assert "fail point 'after_chunk:1'" in dead.output
+        left = state(project, "rows_m")
+        assert left["phase"] == "merging" and left["chunks_done"] == 1 and left["chunks_total"] > 1, left
+
+        # The server outlived its client; a later run (after the dead run's lease expired)
+        # resumes the same pinned plan and applies each chunk once.
+        monkeypatch.setenv("BATCH_REFRESH_NOW", (datetime.now() + timedelta(hours=2)).isoformat())
+        from dbt.tests.util import run_dbt
+
+        (res,) = run_dbt(["run", "--select", "rows_m"])
+        assert (res.adapter_response["action"], res.adapter_response["resumed"]) == ("replay", True)
+        assert state(project, "rows_m")["phase"] == "idle"
+        _contract(project, "rows_m")
+        commits = _chunk_commits(project, "rows_m")
+        assert commits and all(n == 1 for n in commits.values()), commits
+
+    def test_model_sql_edit_rebuilds(self, project):
+        from dbt.tests.util import run_dbt, write_file
+
+        write_file(AGG_M_EDITED, project.project_root, "models", "agg_m.sql")
+        (res,) = run_dbt(["run", "--select", "agg_m"])
+        assert res.adapter_response["action"] == "backfill", res.adapter_response
+        assert "model" in res.adapter_response["reason"], res.adapter_response
+        cols = [r["col_name"] for r in rows(project, f"describe {project.test_schema}.agg_m")]
+        assert "biggest" in cols
+        _contract(project, "agg_m")
+
+    def test_held_lease_refuses_second_run(self, project, work):
+        outcomes = []
+        for trial, point in enumerate(HELD_POINTS):
+            _change_orders(project, 10 + trial)
+            fifo = work / f"pause-{trial}"
+            os.mkfifo(fifo)
+            holder = _Subprocess(project, work, f"held-a{trial}", ["run", "--select", "race_m"],
+                                 env={"BATCH_REFRESH_PAUSE_AT": point, "BATCH_REFRESH_PAUSE_FIFO": str(fifo)})
+            pipe: Optional[int] = None
+            try:
+                pipe = _wait_parked(fifo, holder.proc)
+                before = state(project, "race_m")
+                assert before["phase"] != "idle", before
+                other = _Subprocess(project, work, f"held-b{trial}", ["run", "--select", "race_m"])
+                other.wait()
+                b = other.outcome()
+                assert b["status"] == "error" and "holds the lease" in b["message"], b
+                assert state(project, "race_m") == before, "the run that lost the lease changed the state"
+            except BaseException:
+                holder.proc.kill()
+                raise
+            finally:
+                if pipe is not None:
+                    os.write(pipe, b"go\n")  # release the parked run
+                    os.close(pipe)
+            assert holder.wait() == 0, holder.output[-4000:]
+            a = holder.outcome()
+            assert (a["status"], a["action"]) == ("success", "replay"), a
+            _contract(project, "race_m", holder.compiled("race_m"))
+            outcomes.append((point, a["action"], "lease error"))
+        print(f"\nheld trials ({len(outcomes)}): {outcomes}")
+        assert len(outcomes) == len(HELD_POINTS)
+
+    def test_simultaneous_runs_one_refreshes(self, project, work):
+        outcomes = []
+        for trial in range(FREE_RACES):
+            _change_orders(project, 20 + trial)
+            pair = [_Subprocess(project, work, f"free{trial}-{i}", ["run", "--select", "race_m"])
+                    for i in range(2)]
+            for p in pair:
+                p.wait()
+            got = [p.outcome() for p in pair]
+            refreshed = [g for g in got if g["status"] == "success" and g["action"] == "replay"]
+            others = [g for g in got if g not in refreshed]
+            assert len(refreshed) == 1, got
+            (other,) = others
+            lost = other["status"] == "error" and "holds the lease" in other["message"]
+            noop = other["status"] == "success" and other["action"] == "noop"
+            assert lost or noop, other
+            _contract(project, "race_m", pair[0].compiled("race_m"))
+            outcomes.append("lease error" if lost else "noop")
+        print(f"\nfree races ({FREE_RACES}): one replay each; the other run: {outcomes}")
+
+        # Nothing lost or applied twice over the whole sequence: successful refreshes of race_m
+        # chain their version ranges (each upstream range consumed exactly once), one refresh
+        # per upstream change after the backfill, and each target commit's chunk once.
+        done = [h for h in history(project, "race_m")
+                if h["outcome"] == "success" and h["action"] in ("backfill", "replay", "full")]
+        assert [h["action"] for h in done] == ["backfill"] + ["replay"] * (1 + len(HELD_POINTS) + FREE_RACES)
+        for prev, cur in zip(done, done[1:]):
+            assert json.loads(cur["versions_from"]) == json.loads(prev["versions_to"]), (prev, cur)
+        commits = _chunk_commits(project, "race_m")
+        assert all(n == 1 for n in commits.values()), commits
