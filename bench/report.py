@@ -258,29 +258,33 @@ def _crossover(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
 
 
 def replay_breakdown(traces: List[Dict[str, Any]]) -> str:
-    """Median seconds per statement kind in a replay (from the adapter's statement trace)."""
-    kinds: Dict[Tuple[int, str], Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-    counts: Dict[Tuple[int, str], Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
+    """Median seconds per statement kind in a refresh (from the adapter's statement trace), per
+    scale, model and action (replay; skip and no-op of the row-wise models)."""
+    kinds: Dict[Tuple[int, str, str], Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
+    counts: Dict[Tuple[int, str, str], Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
     for t in traces:
-        if t.get("action") != "replay":
+        action = t.get("action")
+        if action != "replay" and not (action in ("skip", "noop") and "rowwise" in t["model"]):
             continue
+        group = (t["scale"], t["model"], action)
         per: Dict[str, float] = defaultdict(float)
         num: Dict[str, int] = defaultdict(int)
         for secs, text in t["statements"]:
             per[statement_kind(text)] += secs
             num[statement_kind(text)] += 1
-        for k in set(per) | set(kinds[(t["scale"], t["model"])]):
-            kinds[(t["scale"], t["model"])][k].append(per.get(k, 0.0))
-            counts[(t["scale"], t["model"])][k].append(num.get(k, 0))
+        for k in set(per) | set(kinds[group]):
+            kinds[group][k].append(per.get(k, 0.0))
+            counts[group][k].append(num.get(k, 0))
     if not kinds:
         return ""
-    lines = ["| fact rows | model | statement kind | count | median s per replay |",
-             "|---:|---|---|---:|---:|"]
-    for (scale, model) in sorted(kinds):
-        d = kinds[(scale, model)]
+    order = {"replay": 0, "skip": 1, "noop": 2}
+    lines = ["| fact rows | model | action | statement kind | count | median s |",
+             "|---:|---|---|---|---:|---:|"]
+    for group in sorted(kinds, key=lambda g: (g[0], order[g[2]], g[1])):
+        d = kinds[group]
         for k in sorted(d, key=lambda k: -median(d[k])):
-            lines.append(f"| {scale:,} | {model} | {k} | {median(counts[(scale, model)][k]):g} "
-                         f"| {median(d[k]):.2f} |")
+            lines.append(f"| {group[0]:,} | {group[1]} | {group[2]} | {k} "
+                         f"| {median(counts[group][k]):g} | {median(d[k]):.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -314,14 +318,14 @@ def render(results: List[Dict[str, Any]]) -> str:
     summary = summarize(records)
     traces = [t for r in results for t in r.get("traces", [])]
     metas = [r["meta"] for r in results]
-    parts = ["### Replay vs the alternatives (median seconds per refresh)\n",
-             "`wrong` = the method's output differed from the model SQL evaluated from scratch "
-             "in at least one repetition.\n", main_table(summary),
-             "\n### Gated skip, no-op and dbt's own per-model overhead (median seconds)\n",
-             fixed_table(summary), "\n### Targets\n", targets(summary)]
+    parts = ["### Replay vs the alternatives (median seconds per refresh)\n\n",
+             "**wrong** = the method's output differed from the model SQL evaluated from scratch "
+             "in at least one repetition.\n\n", main_table(summary),
+             "\n### Gated skip, no-op and dbt's own per-model overhead (median seconds)\n\n",
+             fixed_table(summary), "\n### Targets\n\n", targets(summary)]
     breakdown = replay_breakdown(traces)
     if breakdown:
-        parts += ["\n### Where a replay's time goes (statement trace)\n", breakdown]
+        parts += ["\n### Where a replay's time goes (statement trace)\n\n", breakdown]
     parts.append("\nRuns: " + "; ".join(
         f"{m['started']} scales {m['scales']} fractions {m['fractions']} shapes {m['shapes']} "
         f"reps {m['reps']} ({m['wall_s'] / 60:.0f} min), {m['cpus']} CPUs, {m['memory']}, "

@@ -171,7 +171,9 @@ class Bench:
                         expected_rows=expected["rowwise"][0])
         self.consumed = version_to
 
+        trace_start = os.path.getsize(self.trace) if os.path.exists(self.trace) else 0
         noop = self.dbt_run([f"br_{s}" for s in self.args.shapes])
+        self.split_trace(trace_start, noop, common)
         for r in noop:
             resp = dict(r.adapter_response or {})
             self.record(**common, shape=r.node.name[3:], method="noop", seconds=r.execution_time,
@@ -198,7 +200,7 @@ class Bench:
                 continue
             chunk = lines[pos:pos + count]
             pos += count
-            if r.node.name.startswith("br_"):
+            if r.node.name.startswith(("br_", "gate_")):
                 stmts = []
                 for line in chunk:
                     secs, _, text = line.partition("\t")
@@ -210,18 +212,30 @@ class Bench:
     def run(self) -> Dict[str, Any]:
         started = time.time()
         self.start()
-        setups = {}
+        setups: Dict[str, Any] = {}
         for n in self.args.scales:
             setups[str(n)] = self.build(n)
             for fraction in self.args.fractions:
                 for rep in range(1, self.args.reps + 1):
                     self.one_round(n, fraction, rep)
+                    # Partial results after every round: a long run stopped early still reports.
+                    self.save(self.result(started, setups))
+        return self.result(started, setups)
+
+    def result(self, started: float, setups: Dict[str, Any]) -> Dict[str, Any]:
         return {
             "meta": machine_info(self.args, time.time() - started, self.spark),
             "setup": setups,
             "records": self.records,
             "traces": self.traces,
         }
+
+    def save(self, result: Dict[str, Any]) -> str:
+        os.makedirs(self.args.out, exist_ok=True)
+        path = os.path.join(self.args.out, f"{self.args.name}.json")
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+        return path
 
 
 def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str, Any]:
@@ -277,11 +291,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
-    result = Bench(args).run()
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"{args.name}.json")
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1, default=str)
+    bench = Bench(args)
+    result = bench.run()
+    path = bench.save(result)
     text = report.write_report([result], args.out, args.name, charts=not args.no_charts)
     print(text)
     print(f"results: {path}")
