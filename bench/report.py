@@ -257,7 +257,8 @@ def _crossover(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
     return f"{shape} ({', '.join(parts)})" if parts else ""
 
 
-def replay_breakdown(traces: List[Dict[str, Any]]) -> str:
+def replay_breakdown(traces: List[Dict[str, Any]],
+                     records: Optional[List[Dict[str, Any]]] = None) -> str:
     """Median seconds per statement kind in a refresh (from the adapter's statement trace), per
     scale, model and action (replay; skip and no-op of the row-wise models)."""
     kinds: Dict[Tuple[int, str, str], Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
@@ -275,6 +276,23 @@ def replay_breakdown(traces: List[Dict[str, Any]]) -> str:
         for k in set(per) | set(kinds[group]):
             kinds[group][k].append(per.get(k, 0.0))
             counts[group][k].append(num.get(k, 0))
+    # Time of the refresh outside its SQL statements (dbt, Jinja, planning, Python).
+    method_of = {"replay": "replay", "skip": "gated_skip", "noop": "noop"}
+    wall = {}
+    for r in records or []:
+        shape = "rowwise" if r["method"] == "gated_skip" else r["shape"]
+        wall[(r["scale"], r["fraction"], r["rep"], r["method"], shape)] = r["seconds"]
+    for t in traces:
+        action = t.get("action")
+        group = (t["scale"], t["model"], action)
+        if group not in kinds:
+            continue
+        shape = t["model"].split("_", 1)[1]
+        total = wall.get((t["scale"], t["fraction"], t["rep"], method_of[action], shape))
+        if total is not None:
+            inside = sum(secs for secs, _ in t["statements"])
+            kinds[group]["(outside SQL: dbt, Jinja, planning)"].append(max(0.0, total - inside))
+            counts[group]["(outside SQL: dbt, Jinja, planning)"].append(0)
     if not kinds:
         return ""
     order = {"replay": 0, "skip": 1, "noop": 2}
@@ -283,8 +301,9 @@ def replay_breakdown(traces: List[Dict[str, Any]]) -> str:
     for group in sorted(kinds, key=lambda g: (g[0], order[g[2]], g[1])):
         d = kinds[group]
         for k in sorted(d, key=lambda k: -median(d[k])):
+            n = median(counts[group][k])
             lines.append(f"| {group[0]:,} | {group[1]} | {group[2]} | {k} "
-                         f"| {median(counts[group][k]):g} | {median(d[k]):.2f} |")
+                         f"| {n:g} | {median(d[k]):.2f} |".replace("| 0 |", "| - |"))
     return "\n".join(lines) + "\n"
 
 
@@ -323,7 +342,7 @@ def render(results: List[Dict[str, Any]]) -> str:
              "in at least one repetition.\n\n", main_table(summary),
              "\n### Gated skip, no-op and dbt's own per-model overhead (median seconds)\n\n",
              fixed_table(summary), "\n### Targets\n\n", targets(summary)]
-    breakdown = replay_breakdown(traces)
+    breakdown = replay_breakdown(traces, records)
     if breakdown:
         parts += ["\n### Where a replay's time goes (statement trace)\n\n", breakdown]
     parts.append("\nRuns: " + "; ".join(
