@@ -383,7 +383,8 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
             ax.set_xlabel("changed rows, % of the fact table")
             ax.set_ylabel("seconds per refresh")
             ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
         fig.tight_layout()
         path = os.path.join(out, f"{name}_time_vs_fraction_{scale}.png")
         fig.savefig(path, dpi=80)
