@@ -398,9 +398,13 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
             pts[(shape, method)].append((scale, c["seconds"]))
     if pts:
         fig, ax = plt.subplots(figsize=(6, 4))
-        for (shape, method), p in sorted(pts.items()):
+        colors = {"replay": "C0", "hand_merge": "C1", "rebuild": "C2", "incremental": "C3"}
+        lines = {"rowwise": "-", "agg": "--", "join_agg": ":"}
+        markers = {"rowwise": "o", "agg": "s", "join_agg": "^"}
+        for (shape, method), p in sorted(pts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             p.sort()
-            ax.plot([x for x, _ in p], [y for _, y in p], styles.get(method, "o-"),
+            ax.plot([x for x, _ in p], [y for _, y in p], color=colors.get(method, "C4"),
+                    linestyle=lines.get(shape, "-"), marker=markers.get(shape, "o"),
                     label=f"{method} / {shape}", markersize=5)
         ax.set_xscale("log")
         ax.set_yscale("log")
