@@ -28,3 +28,26 @@ test-unit: install
 
 clean:
 	rm -rf build dist *.egg-info integration_tests/.batch_refresh integration_tests/target integration_tests/logs
+
+# Benchmark (bench/README in the main README, "Benchmarks"). Not part of `make test`.
+SCALES ?= 1000000
+FRACTIONS ?= 0.0001,0.001,0.01,0.1
+SHAPES ?= rowwise,agg,join_agg
+REPS ?= 3
+DRIVER_MEMORY ?= 8g
+BENCH_NAME ?= bench
+BENCH_STAMP := $(VENV)/.bench-deps-installed
+
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet ".[bench]"
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
+	nice -n 10 $(BIN)/python bench/run.py --scales $(SCALES) --fractions $(FRACTIONS) \
+		--shapes $(SHAPES) --reps $(REPS) --driver-memory $(DRIVER_MEMORY) --name $(BENCH_NAME)
+
+# A few minutes: 100k rows, the row-wise shape (replay, hand MERGE, rebuild, incremental,
+# skip, no-op), 2 change fractions, 1 repetition. Results under bench/results/quick.*
+bench-quick: install $(BENCH_STAMP)
+	nice -n 10 $(BIN)/python bench/run.py --scales 100000 --fractions 0.001,0.1 \
+		--shapes rowwise --reps 1 --driver-memory 4g --name quick

@@ -1,0 +1,150 @@
+"""The benchmark's dbt project: model shapes x methods, written into a temporary directory.
+
+Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
+
+* rowwise:  filter + projection, key `id`;
+* agg:      GROUP BY k (about 100 fact rows per group);
+* join_agg: fact JOIN dim, GROUP BY f.dim_id, d.category (about 10 fact rows per group).
+
+Methods per shape:
+
+* br:   `batch_refresh` (snapshot backfill once, then change-feed replay);
+* tbl:  dbt `table` of the same SQL (the full rebuild);
+* inc:  dbt `incremental`, merge strategy, unique_key, updated_at watermark (the usual hand-built
+        alternative: for the aggregates it recomputes the groups that new/updated rows fall in);
+* hand: (rowwise only, not a dbt model) a hand-written MERGE of `table_changes` into a copy.
+
+Plus `gate_rowwise` (batch_refresh with refresh_interval='1d': every later run is a gated skip),
+and `ovh_view` / `ovh_table` (`select 1` as a view / a table): dbt's own per-model overhead.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List
+
+SHAPES = ("rowwise", "agg", "join_agg")
+
+# Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
+_SQL = {
+    "rowwise": (
+        "select id, dim_id, k, v * 2 as v2, updated_at\n"
+        "from {fact}\n"
+        "where pmod(v, 10) <> 0{inc}\n"
+    ),
+    "agg": (
+        "select k, count(*) as n, sum(v) as sum_v, max(updated_at) as max_updated_at\n"
+        "from {fact}\n"
+        "{inc}"
+        "group by k\n"
+    ),
+    "join_agg": (
+        "select f.dim_id, d.category, count(*) as n, sum(f.v) as sum_v,\n"
+        "       max(f.updated_at) as max_updated_at\n"
+        "from {fact} f join {dim} d on f.dim_id = d.id\n"
+        "{inc}"
+        "group by f.dim_id, d.category\n"
+    ),
+}
+
+_KEYS = {"rowwise": "'id'", "agg": "'k'", "join_agg": "['dim_id', 'category']"}
+
+_INC = {
+    "rowwise": (
+        "\n{% if is_incremental() %}\n"
+        "  and updated_at > (select max(updated_at) from {{ this }})\n{% endif %}"
+    ),
+    "agg": (
+        "{% if is_incremental() %}\n"
+        "where k in (select k from {{ source('raw', 'fact') }}\n"
+        "            where updated_at > (select max(max_updated_at) from {{ this }}))\n"
+        "{% endif %}\n"
+    ),
+    "join_agg": (
+        "{% if is_incremental() %}\n"
+        "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
+        "                   where updated_at > (select max(max_updated_at) from {{ this }}))\n"
+        "{% endif %}\n"
+    ),
+}
+
+FACT_REF = "{{ source('raw', 'fact') }}"
+DIM_REF = "{{ source('raw', 'dim') }}"
+
+
+def model_sql(shape: str, fact: str = FACT_REF, dim: str = DIM_REF, inc: str = "") -> str:
+    return _SQL[shape].format(fact=fact, dim=dim, inc=inc)
+
+
+def plain_sql(shape: str, fact: str = "raw.fact", dim: str = "raw.dim") -> str:
+    """The model SQL over concrete tables: the from-scratch answer the checks compare against."""
+    return model_sql(shape, fact=fact, dim=dim)
+
+
+def model_files(shapes: List[str]) -> Dict[str, str]:
+    files: Dict[str, str] = {}
+    for shape in shapes:
+        body = model_sql(shape)
+        key = _KEYS[shape]
+        files[f"br_{shape}"] = (
+            f"{{{{ config(materialized='batch_refresh', unique_key={key}) }}}}\n" + body
+        )
+        files[f"tbl_{shape}"] = "{{ config(materialized='table', file_format='delta') }}\n" + body
+        files[f"inc_{shape}"] = (
+            "{{ config(materialized='incremental', incremental_strategy='merge', "
+            f"unique_key={key}, file_format='delta') }}}}\n" + model_sql(shape, inc=_INC[shape])
+        )
+    files["gate_rowwise"] = (
+        "{{ config(materialized='batch_refresh', unique_key='id', refresh_interval='1d') }}\n"
+        + model_sql("rowwise")
+    )
+    files["ovh_view"] = "{{ config(materialized='view') }}\nselect 1 as one\n"
+    files["ovh_table"] = "{{ config(materialized='table', file_format='delta') }}\nselect 1 as one\n"
+    return files
+
+
+def hand_merge_sql(target: str, version_from: int, version_to: int) -> str:
+    """The floor for the rowwise shape: read the change feed, write the changed rows."""
+    return f"""
+merge into {target} t
+using (
+  select id, dim_id, k, v * 2 as v2, updated_at, _change_type, pmod(v, 10) <> 0 as keep
+  from (
+    select *, row_number() over (partition by id order by _commit_version desc,
+             case _change_type when 'delete' then 0 else 1 end desc) as rn
+    from table_changes('raw.fact', {version_from}, {version_to})
+    where _change_type <> 'update_preimage'
+  ) where rn = 1
+) s
+on t.id = s.id
+when matched and (s._change_type = 'delete' or not s.keep) then delete
+when matched then update set dim_id = s.dim_id, k = s.k, v2 = s.v2, updated_at = s.updated_at
+when not matched and s._change_type <> 'delete' and s.keep then
+  insert (id, dim_id, k, v2, updated_at) values (s.id, s.dim_id, s.k, s.v2, s.updated_at)
+"""
+
+
+def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str) -> None:
+    os.makedirs(os.path.join(root, "models"), exist_ok=True)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write(
+            "name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
+            "model-paths: ['models']\n"
+        )
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write(
+            "bench:\n  target: session\n  outputs:\n    session:\n"
+            "      type: spark_batch_refresh\n      method: session\n      schema: bench\n"
+            "      threads: 1\n"
+            f"      session_dir: {session_dir}\n"
+            "      server_side_parameters:\n"
+            f"        spark.driver.memory: '{driver_memory}'\n"
+        )
+    with open(os.path.join(root, "models", "sources.yml"), "w") as f:
+        f.write(
+            "version: 2\nsources:\n  - name: raw\n    schema: raw\n"
+            "    tables:\n      - name: fact\n      - name: dim\n"
+        )
+    for name, sql in model_files(shapes).items():
+        with open(os.path.join(root, "models", f"{name}.sql"), "w") as f:
+            f.write(sql)

@@ -1,0 +1,304 @@
+"""Benchmark driver: one Python process, one JVM, dbt in-process (dbtRunner).
+
+For each scale: build the upstreams, build every model once (backfill / initial table). Then for
+each change fraction and repetition: apply one change batch to raw.fact, run every method, time
+it, count its commits (and statements, where the adapter reports them), check its output against
+the model SQL evaluated from scratch, then run the batch_refresh models again (no-op).
+
+    python bench/run.py --scales 1000000 --fractions 0.0001,0.001,0.01,0.1 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import data, models, report  # noqa: E402
+
+METHOD_OF_PREFIX = {"br": "replay", "tbl": "rebuild", "inc": "incremental"}
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="bench-", dir="/tmp")
+        self.project = os.path.join(self.work, "project")
+        self.trace = os.path.join(self.work, "statements.trace")
+        os.environ["BATCH_REFRESH_TRACE"] = self.trace
+        models.write_project(self.project, args.shapes, os.path.join(self.work, "session"),
+                             args.driver_memory)
+        from dbt.cli.main import dbtRunner
+
+        self.dbt = dbtRunner()
+        self.spark: Any = None
+        self.records: List[Dict[str, Any]] = []
+        self.traces: List[Dict[str, Any]] = []
+        self.round_no = 0
+        self.next_id = 0
+
+    # ------------------------------------------------------------------ plumbing
+    def log(self, msg: str) -> None:
+        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def dbt_run(self, select: List[str], full_refresh: bool = False) -> List[Any]:
+        argv = ["run", "--project-dir", self.project, "--profiles-dir", self.project,
+                "--quiet", "--select", *select]
+        if full_refresh:
+            argv.append("--full-refresh")
+        cwd = os.getcwd()
+        os.chdir(self.project)
+        try:
+            res = self.dbt.invoke(argv)
+        finally:
+            os.chdir(cwd)
+        if res.result is None:
+            raise RuntimeError(f"dbt {' '.join(argv)} failed: {res.exception}")
+        results = list(res.result.results)
+        bad = [r for r in results if str(r.status) not in ("success", "RunStatus.Success")]
+        if bad:
+            raise RuntimeError("; ".join(f"{r.node.name}: {r.status} {r.message}" for r in bad))
+        return results
+
+    def sql(self, statement: str) -> List[Any]:
+        return self.spark.sql(statement).collect()
+
+    def version(self, table: str) -> int:
+        return int(self.sql(f"describe history {table} limit 1")[0]["version"])
+
+    def signature(self, sql: str) -> tuple:
+        """(rows, order-independent hash of all rows): equal outputs have equal signatures."""
+        row = self.sql(
+            "select count(*) as n, coalesce(sum(cast(xxhash64(*) as decimal(38, 0))), 0) as h "
+            f"from ({sql})"
+        )[0]
+        return int(row["n"]), str(row["h"])
+
+    def start(self) -> None:
+        self.log(f"work dir {self.work}; starting Spark through dbt")
+        self.dbt_run(["ovh_view"])
+        from pyspark.sql import SparkSession
+
+        self.spark = SparkSession.builder.getOrCreate()
+
+    # ------------------------------------------------------------------ one scale
+    def build(self, n: int) -> Dict[str, float]:
+        self.log(f"scale {n:,}: creating raw.fact ({n:,} rows) and raw.dim ({data.dims(n):,} rows)")
+        t0 = time.perf_counter()
+        for statement in data.create_sql(n):
+            self.sql(statement)
+        setup = {"create_upstreams_s": time.perf_counter() - t0}
+        self.next_id = n
+        self.log("initial builds (backfill, table, incremental) with --full-refresh")
+        results = self.dbt_run(self.all_models(), full_refresh=True)
+        for r in results:
+            setup[f"initial_{r.node.name}_s"] = r.execution_time
+        if "rowwise" in self.args.shapes:
+            t0 = time.perf_counter()
+            self.sql("drop table if exists bench.hand_rowwise")
+            self.sql("create table bench.hand_rowwise using delta "
+                     "tblproperties (delta.enableDeletionVectors = true) as "
+                     + models.plain_sql("rowwise"))
+            setup["initial_hand_rowwise_s"] = time.perf_counter() - t0
+        self.consumed = self.version("raw.fact")
+        return setup
+
+    def all_models(self) -> List[str]:
+        names = [f"{p}_{s}" for s in self.args.shapes for p in ("br", "tbl", "inc")]
+        return names + ["gate_rowwise", "ovh_view", "ovh_table"]
+
+    def record(self, **fields: Any) -> None:
+        self.records.append(fields)
+
+    def one_round(self, n: int, fraction: float, rep: int) -> None:
+        self.round_no += 1
+        ins, upd, dele = data.change_counts(n, fraction)
+        common = dict(scale=n, fraction=fraction, changes=ins + upd + dele, rep=rep)
+        t0 = time.perf_counter()
+        self.sql(data.change_sql(n, fraction, self.round_no, self.next_id))
+        self.next_id += ins
+        upstream_s = time.perf_counter() - t0
+        version_to = self.version("raw.fact")
+        self.log(f"scale {n:,} fraction {fraction:g} rep {rep}: +{ins} ~{upd} -{dele} "
+                 f"(upstream commit {upstream_s:.1f}s, v{self.consumed}->v{version_to})")
+
+        expected = {s: self.signature(models.plain_sql(s)) for s in self.args.shapes}
+        before = {name: self.version(f"bench.{name}") for name in self.all_models()
+                  if not name.startswith("ovh_view")}
+
+        trace_start = os.path.getsize(self.trace) if os.path.exists(self.trace) else 0
+        results = self.dbt_run(self.all_models())
+        self.split_trace(trace_start, results, common)
+        for r in results:
+            name = r.node.name
+            prefix, _, shape = name.partition("_")
+            resp = dict(r.adapter_response or {})
+            commits = (self.version(f"bench.{name}") - before[name]) if name in before else 0
+            if prefix in METHOD_OF_PREFIX:
+                got = self.signature(f"select * from bench.{name}")
+                self.record(**common, shape=shape, method=METHOD_OF_PREFIX[prefix],
+                            seconds=r.execution_time, action=resp.get("action", ""),
+                            statements=resp.get("statements", ""), writes=resp.get("writes", ""),
+                            target_commits=commits, correct=got == expected[shape],
+                            rows=got[0], expected_rows=expected[shape][0])
+            elif name == "gate_rowwise":
+                self.record(**common, shape="rowwise", method="gated_skip",
+                            seconds=r.execution_time, action=resp.get("action", ""),
+                            statements=resp.get("statements", ""), writes=resp.get("writes", ""),
+                            target_commits=commits, correct=True)
+            else:
+                self.record(**common, shape="-", method=f"overhead_{shape}",
+                            seconds=r.execution_time, action="", statements="", writes="",
+                            target_commits=commits, correct=True)
+
+        if "rowwise" in self.args.shapes:
+            before_hand = self.version("bench.hand_rowwise")
+            t0 = time.perf_counter()
+            self.sql(models.hand_merge_sql("bench.hand_rowwise", self.consumed + 1, version_to))
+            seconds = time.perf_counter() - t0
+            got = self.signature("select * from bench.hand_rowwise")
+            self.record(**common, shape="rowwise", method="hand_merge", seconds=seconds,
+                        action="merge", statements=1, writes=1,
+                        target_commits=self.version("bench.hand_rowwise") - before_hand,
+                        correct=got == expected["rowwise"], rows=got[0],
+                        expected_rows=expected["rowwise"][0])
+        self.consumed = version_to
+
+        trace_start = os.path.getsize(self.trace) if os.path.exists(self.trace) else 0
+        noop = self.dbt_run([f"br_{s}" for s in self.args.shapes])
+        self.split_trace(trace_start, noop, common)
+        for r in noop:
+            resp = dict(r.adapter_response or {})
+            self.record(**common, shape=r.node.name[3:], method="noop", seconds=r.execution_time,
+                        action=resp.get("action", ""), statements=resp.get("statements", ""),
+                        writes=resp.get("writes", ""), target_commits=0, correct=True)
+        last = [r for r in self.records if r["scale"] == n and r["rep"] == rep
+                and r["fraction"] == fraction]
+        self.log("  " + ", ".join(
+            f"{r['method']}/{r['shape']} {r['seconds']:.1f}s{'' if r['correct'] else ' WRONG'}"
+            for r in last))
+
+    def split_trace(self, start: int, results: List[Any], common: Dict[str, Any]) -> None:
+        """Attribute the traced statements (BATCH_REFRESH_TRACE) to the batch_refresh refreshes."""
+        if not os.path.exists(self.trace):
+            return
+        with open(self.trace) as handle:
+            handle.seek(start)
+            lines = handle.read().splitlines()
+        pos = 0
+        for r in results:
+            resp = dict(r.adapter_response or {})
+            count = resp.get("statements")
+            if not isinstance(count, int) or not count:
+                continue
+            chunk = lines[pos:pos + count]
+            pos += count
+            if r.node.name.startswith(("br_", "gate_")):
+                stmts = []
+                for line in chunk:
+                    secs, _, text = line.partition("\t")
+                    stmts.append([round(float(secs), 3), text[:160]])
+                self.traces.append({**common, "model": r.node.name, "action": resp.get("action"),
+                                    "statements": stmts})
+
+    # ------------------------------------------------------------------ main
+    def run(self) -> Dict[str, Any]:
+        started = time.time()
+        self.start()
+        setups: Dict[str, Any] = {}
+        for n in self.args.scales:
+            setups[str(n)] = self.build(n)
+            for fraction in self.args.fractions:
+                for rep in range(1, self.args.reps + 1):
+                    self.one_round(n, fraction, rep)
+                    # Partial results after every round: a long run stopped early still reports.
+                    self.save(self.result(started, setups))
+        return self.result(started, setups)
+
+    def result(self, started: float, setups: Dict[str, Any]) -> Dict[str, Any]:
+        return {
+            "meta": machine_info(self.args, time.time() - started, self.spark),
+            "setup": setups,
+            "records": self.records,
+            "traces": self.traces,
+        }
+
+    def save(self, result: Dict[str, Any]) -> str:
+        os.makedirs(self.args.out, exist_ok=True)
+        path = os.path.join(self.args.out, f"{self.args.name}.json")
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1, default=str)
+        return path
+
+
+def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str, Any]:
+    import importlib.metadata as md
+
+    def ver(pkg: str) -> str:
+        try:
+            return md.version(pkg)
+        except md.PackageNotFoundError:
+            return "?"
+
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f.readline().split(":")[1].strip()
+    except OSError:
+        pass
+    return {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "wall_s": round(wall, 1),
+        "cpus": os.cpu_count(),
+        "memory": mem,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "spark": spark.version if spark is not None else "?",
+        "packages": {p: ver(p) for p in ("dbt-core", "dbt-spark", "delta-spark",
+                                         "dbt-spark-batch-refresh")},
+        "driver_memory": args.driver_memory,
+        "scales": args.scales, "fractions": args.fractions, "shapes": args.shapes,
+        "reps": args.reps,
+    }
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--scales", default="1000000", help="fact rows, comma-separated")
+    p.add_argument("--fractions", default="0.0001,0.001,0.01,0.1")
+    p.add_argument("--shapes", default=",".join(models.SHAPES))
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
+    p.add_argument("--name", default="bench", help="file name stem of the results")
+    p.add_argument("--no-charts", action="store_true")
+    args = p.parse_args(argv)
+    args.scales = [int(float(s)) for s in args.scales.split(",") if s]
+    args.fractions = [float(f) for f in args.fractions.split(",") if f]
+    args.shapes = [s for s in args.shapes.split(",") if s]
+    unknown = set(args.shapes) - set(models.SHAPES)
+    if unknown:
+        p.error(f"unknown shapes {sorted(unknown)}; choose from {list(models.SHAPES)}")
+    return args
+
+
+def main(argv: List[str]) -> int:
+    args = parse_args(argv)
+    bench = Bench(args)
+    result = bench.run()
+    path = bench.save(result)
+    text = report.write_report([result], args.out, args.name, charts=not args.no_charts)
+    print(text)
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
