@@ -599,7 +599,10 @@ class Refresher:
             except (TypeError, ValueError):
                 continue
             if isinstance(meta, dict) and meta.get("batch_refresh_plan") == ctx.plan_id:
-                done.add(int(meta.get("chunk", 0)))
+                chunk = int(meta.get("chunk", 0))
+                if chunk not in done:
+                    _count_committed(entry.get("operationMetrics"), ctx.result)
+                done.add(chunk)
         return done
 
     def _apply_chunk(self, ctx: "_RunContext", columns: List[str], chunk: int, chunks: int) -> None:
@@ -789,6 +792,21 @@ def _count_merge(rows: List[Dict[str, Any]], result: RefreshResult) -> None:
     result.rows_inserted = int(r.get("num_inserted_rows") or 0)
     result.rows_updated = int(r.get("num_updated_rows") or 0)
     result.rows_deleted = int(r.get("num_deleted_rows") or 0)
+
+
+def _count_committed(metrics: Any, result: RefreshResult) -> None:
+    """Rows of a chunk an interrupted run committed, from the target's history, so a resumed
+    refresh reports the whole refresh and not only the chunks it applied itself."""
+    if not isinstance(metrics, Mapping):
+        return  # the Thrift driver may render the map as text; the counts then stay partial
+    def number(name: str) -> int:
+        try:
+            return int(metrics.get(name) or 0)
+        except (TypeError, ValueError):
+            return 0
+    result.rows_inserted += number("numTargetRowsInserted") or number("numOutputRows")
+    result.rows_updated += number("numTargetRowsUpdated")
+    result.rows_deleted += number("numTargetRowsDeleted")
 
 
 def _plan_to_json(plan: Plan) -> Dict[str, Any]:
