@@ -385,11 +385,7 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
             ax.grid(True, which="both", alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = os.path.join(out, f"{name}_time_vs_fraction_{scale}.png")
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(plt, fig, os.path.join(out, f"{name}_time_vs_fraction_{scale}.png")))
 
     pts = defaultdict(list)
     for (scale, shape, _, method), c in summary.items():
@@ -413,12 +409,15 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
         ax.set_title(f"time vs table size at {FIXED_CHANGE:,} changed rows", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = os.path.join(out, f"{name}_time_vs_size.png")
-        fig.savefig(path, dpi=80)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(plt, fig, os.path.join(out, f"{name}_time_vs_size.png")))
     return paths
+
+
+def _save(plt: Any, fig: Any, path: str) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
 
 
 def write_report(results: List[Dict[str, Any]], out: str, name: str, charts: bool = True) -> str:
