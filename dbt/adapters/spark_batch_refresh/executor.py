@@ -789,9 +789,11 @@ def _count_merge(rows: List[Dict[str, Any]], result: RefreshResult) -> None:
     if not rows:
         return
     r = rows[0]
-    result.rows_inserted = int(r.get("num_inserted_rows") or 0)
-    result.rows_updated = int(r.get("num_updated_rows") or 0)
-    result.rows_deleted = int(r.get("num_deleted_rows") or 0)
+    # Summed over the chunks of a multi-chunk merge (and added to a resumed run's count of the
+    # chunks committed before it).
+    result.rows_inserted += int(r.get("num_inserted_rows") or 0)
+    result.rows_updated += int(r.get("num_updated_rows") or 0)
+    result.rows_deleted += int(r.get("num_deleted_rows") or 0)
 
 
 def _count_committed(metrics: Any, result: RefreshResult) -> None:
