@@ -43,6 +43,8 @@ from dbt.adapters.spark_batch_refresh.planner import (
     model_change_error,
     plan_run,
 )
+from dbt.adapters.spark_batch_refresh.session_confs import (
+    USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.state import (
     StateRow, StateStore, as_datetime, points_from_json, points_json)
 
@@ -691,18 +693,17 @@ class Refresher:
             return None
         return UpstreamPoint(int(rows[0]["version"]), as_datetime(rows[0]["timestamp"]))
 
-    def _tagged(self, ctx: "_RunContext", chunk: int, chunks: int) -> "_SessionConfs":
+    def _tagged(self, ctx: "_RunContext", chunk: int, chunks: int) -> SessionConfs:
         plan = ctx.plan
         confs = {
-            "spark.databricks.delta.commitInfo.userMetadata": json.dumps(
+            USER_METADATA: json.dumps(
                 {"batch_refresh_plan": ctx.plan_id, "run": ctx.run_id, "chunk": chunk,
                  "chunks": chunks, "action": plan.action, "to": plan.versions_to()},
                 sort_keys=True,
             ),
-            "spark.databricks.delta.write.txnAppId": f"batch_refresh:{ctx.req.model_id}:{ctx.plan_id}",
-            "spark.databricks.delta.write.txnVersion": str(chunk),
+            **idempotent_write(f"batch_refresh:{ctx.req.model_id}:{ctx.plan_id}", chunk),
         }
-        return _SessionConfs(self._run, confs)
+        return SessionConfs(self._run, confs)
 
     def _history_values(self, ctx: "_RunContext", started: datetime, outcome: str,
                         message: str) -> Dict[str, Any]:
@@ -749,22 +750,6 @@ class _RunContext:
 
 def _staging_name(target: str) -> str:
     return f"{target[:-1]}__br_staging`" if target.endswith("`") else f"{target}__br_staging"
-
-
-class _SessionConfs:
-    """SET session confs for the statements inside, RESET them after (also on error)."""
-
-    def __init__(self, run: Run, confs: Mapping[str, str]) -> None:
-        self._run = run
-        self._confs = confs
-
-    def __enter__(self) -> None:
-        for key, value in self._confs.items():
-            self._run(f"SET {key}={value}")
-
-    def __exit__(self, *exc: Any) -> None:
-        for key in self._confs:
-            self._run(f"RESET {key}")
 
 
 MAINTENANCE_OPERATIONS = frozenset({

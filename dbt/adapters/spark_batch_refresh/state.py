@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar
 
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.session_confs import SessionConfs, idempotent_write
 from dbt.adapters.spark_batch_refresh.sqlgen import lit
 
 STATE_TABLE = "batch_refresh_state"
@@ -288,12 +289,7 @@ class StateStore:
         sql = f"INSERT INTO {self.history} ({', '.join(cols)}) SELECT {source}"
 
         def append() -> None:
-            self._run(f"SET spark.databricks.delta.write.txnAppId={app_id}")
-            self._run("SET spark.databricks.delta.write.txnVersion=1")
-            try:
+            with SessionConfs(self._run, idempotent_write(app_id, 1)):
                 self._run(sql)
-            finally:
-                self._run("RESET spark.databricks.delta.write.txnAppId")
-                self._run("RESET spark.databricks.delta.write.txnVersion")
 
         retry_conflicts(append)

@@ -1,0 +1,33 @@
+"""Session confs around a group of statements: the idempotent-write and commit-metadata confs
+Delta reads from the session (each dbt connection is its own Spark session)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Mapping
+
+Run = Callable[[str], None]
+
+TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def idempotent_write(app_id: str, version: int) -> Dict[str, str]:
+    """Delta skips a write whose (app id, version) the table has already committed."""
+    return {TXN_APP_ID: app_id, TXN_VERSION: str(version)}
+
+
+class SessionConfs:
+    """SET session confs for the statements inside, RESET them after (also on error)."""
+
+    def __init__(self, run: Run, confs: Mapping[str, str]) -> None:
+        self._run = run
+        self._confs = confs
+
+    def __enter__(self) -> None:
+        for key, value in self._confs.items():
+            self._run(f"SET {key}={value}")
+
+    def __exit__(self, *exc: Any) -> None:
+        for key in self._confs:
+            self._run(f"RESET {key}")
