@@ -310,7 +310,7 @@ def replay_breakdown(traces: List[Dict[str, Any]],
 _KIND_RULES = [
     (r"^merge into \S*batch_refresh_state", "state: lease / release (MERGE/UPDATE state row)"),
     (r"^(update|merge into) \S*batch_refresh_state", "state: lease / release (MERGE/UPDATE state row)"),
-    (r"^(insert|merge into) \S*batch_refresh_history", "history row (write)"),
+    (r"^(insert into|merge into) \S*batch_refresh_history", "history row (write)"),
     (r"^merge into", "target MERGE (write)"),
     (r"^insert", "insert (write)"),
     (r"^(update|delete)", "update/delete (write)"),
