@@ -168,7 +168,7 @@ class Refresher:
     def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
         """Latest version and commit time, or None for a relation that is not a Delta table."""
         try:
-            rows = self._fetch(f"DESCRIBE HISTORY {sa.quote_relation(upstream)} LIMIT 1")
+            return self._point(sa.quote_relation(upstream))
         except DbtRuntimeError as exc:
             text = str(exc)
             if "DELTA_ONLY_OPERATION" in text or "not a Delta table" in text or "is a view" in text:
@@ -176,9 +176,6 @@ class Refresher:
             if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text:
                 raise MissingUpstream(upstream) from exc
             raise
-        if not rows:
-            return None
-        return UpstreamPoint(int(rows[0]["version"]), as_datetime(rows[0]["timestamp"]))
 
     def _latest_points(self, model: str, upstreams: List[str]) -> Dict[str, Optional[UpstreamPoint]]:
         """Every upstream's latest point; all missing upstreams in one error, before any write."""
@@ -401,16 +398,15 @@ class Refresher:
         """A commit on the target that is neither ours nor table maintenance."""
         if row is None or row.target_version is None:
             return None
-        latest = self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT 1")
-        version = int(latest[0]["version"]) if latest else -1
+        latest = self._point(req.target)
+        version = latest.version if latest else -1
         if version < row.target_version:
             return f"the target {req.target} was recreated (its version went back)"
         if version == row.target_version:
             # Same version number, other commit: dropped and rebuilt up to the same version
             # (e.g. a plain CTAS at v0 after our backfill at v0).
-            committed = latest[0]["timestamp"] if latest else None
-            if (row.target_committed_at is not None and committed is not None and abs(
-                    (as_datetime(committed) - row.target_committed_at).total_seconds()) > 1):
+            if (latest is not None and row.target_committed_at is not None and abs(
+                    (latest.timestamp - row.target_committed_at).total_seconds()) > 1):
                 return f"the target {req.target} was recreated (v{version} is another commit)"
             return None
         for entry in self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT {version - row.target_version}"):
@@ -688,6 +684,7 @@ class Refresher:
         return [(r["col_name"], r["data_type"]) for r in rows]
 
     def _point(self, relation: str) -> Optional[UpstreamPoint]:
+        """Latest version and commit time of a Delta table (`relation` as SQL text)."""
         rows = self._fetch(f"DESCRIBE HISTORY {relation} LIMIT 1")
         if not rows:
             return None
