@@ -316,7 +316,7 @@ _KIND_RULES = [
     (r"^(update|delete)", "update/delete (write)"),
     (r"^describe history", "DESCRIBE HISTORY (metadata)"),
     (r"^(describe|show)", "DESCRIBE/SHOW (metadata)"),
-    (r"^cache", "CACHE TABLE (stage affected keys)"),
+    (r"^cache", "CACHE TABLE (staging)"),
     (r"^(uncache|drop|clear)", "uncache/drop"),
     (r"^(set|reset)", "SET/RESET conf"),
     (r"^(create|alter)", "CREATE/ALTER"),

@@ -80,3 +80,9 @@ def test_gap_classification():
     risk = retention_risk({"delta.deletedFileRetentionDuration": "interval 1 days"}, timedelta(hours=20))
     assert risk is not None and risk[2] == timedelta(hours=4)
     assert retention_risk({}, timedelta(days=1)) is None
+
+
+def test_groupable_types():
+    assert sa.groupable_type("int") and sa.groupable_type("struct<a:int,b:array<string>>")
+    assert not sa.groupable_type("map<string,int>")
+    assert not sa.groupable_type("array<map<string,int>>") and not sa.groupable_type("variant")

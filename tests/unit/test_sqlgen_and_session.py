@@ -26,7 +26,35 @@ def test_staging_affected_restricts_and_tombstones():
 
 
 def test_model_columns_drop_bookkeeping():
-    assert sqlgen.model_columns(["id", "v", "_br_present", "_br_k_0"]) == ["id", "v"]
+    assert sqlgen.model_columns(["id", "v", "_br_present", "_br_had_old", "_br_k_0"]) == ["id", "v"]
+
+
+def test_staging_from_changes_nets_signed_rows():
+    sql = sqlgen.staging_from_changes("SELECT id, v FROM plus", "SELECT id, v FROM minus",
+                                      ["id", "v"], ["id"])
+    assert "SELECT `id`, `v`, 1 AS _br_s FROM (\nSELECT id, v FROM plus" in sql
+    assert "SELECT `id`, `v`, -1 AS _br_s FROM (\nSELECT id, v FROM minus" in sql
+    assert "GROUP BY `id`, `v` HAVING sum(_br_s) <> 0" in sql
+    # a row that appears twice stays twice, so the key check sees the duplicate
+    assert "explode(sequence(1L, _br_n))" in sql
+    assert "true AS _br_had_old FROM _br_net WHERE _br_n < 0" in sql
+    assert sql.count("_br_k_0") == 1 and "LEFT JOIN _br_old" in sql
+
+
+def test_merge_guard_refuses_new_rows_on_unchanged_keys_first():
+    sql = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "v"], delete_missing=False,
+                               guard_new_keys=True)
+    clauses = sql.split("\n")[3:]
+    assert clauses[0].startswith("WHEN MATCHED AND s._br_present IS NOT NULL AND "
+                                 "s._br_had_old IS NULL THEN UPDATE SET t.`id` = raise_error(")
+    assert sqlgen.DUPLICATE_KEY_MARKER in clauses[0]
+    assert "raise_error" not in sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "v"], False)
+
+
+def test_merge_compares_maps_as_json():
+    sql = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "m", "v"], delete_missing=False,
+                               unordered=["m"])
+    assert "NOT (to_json(t.`m`) <=> to_json(s.`m`)) OR NOT (t.`v` <=> s.`v`)" in sql
 
 
 def test_embedded_confs_defaults_and_overrides():

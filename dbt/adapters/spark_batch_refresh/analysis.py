@@ -298,6 +298,18 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
     return tree.sql(dialect=DIALECT)
 
 
+# Change rows that add an upstream row to the table, and those that take one away.
+PLUS_CHANGES = ("insert", "update_postimage")
+MINUS_CHANGES = ("delete", "update_preimage")
+_UNGROUPABLE = ("map<", "variant")
+
+
+def groupable_type(spark_type: str) -> bool:
+    """Whether Spark can GROUP BY a column of this type (DESCRIBE's type text)."""
+    text = spark_type.lower()
+    return not any(part in text for part in _UNGROUPABLE)
+
+
 def _change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...]) -> str:
     types = ", ".join(f"'{t}'" for t in change_types)
     return (

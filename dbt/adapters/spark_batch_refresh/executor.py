@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh import sqlgen
@@ -93,6 +94,9 @@ class RefreshResult:
     next_due: Optional[str] = None
     duration_s: float = 0.0
     chunks: int = 0
+    # What a keyed replay recomputed its rows from: "changes" (the change feed alone, row-wise
+    # models) or "snapshot" (the model at the pinned versions, restricted to affected keys).
+    staged_from: Optional[str] = None
     statements: int = 0  # SQL statements this refresh issued
     writes: int = 0  # of which Delta writes (each one commit)
 
@@ -212,18 +216,18 @@ class Refresher:
         config = replace(config, unique_key=analysis.key)
         store = StateStore(req.state_schema, self._fetch, self._run)
         store.ensure()
-        row = store.read(req.model_id)
+        # Planning starts from this invocation's snapshot of the state table (one read for all
+        # models); a run that will write, or finds its model busy, reads its row afresh.
+        row, fresh = store.read_planned(req.model_id, get_invocation_id())
         now = current_time()
         latest = self._latest_points(req.model, analysis.upstreams)
 
-        resumed = False
-        if row is not None and row.phase != "idle":
-            self._check_lease(req, row, now)
-            if row.plan and row.fingerprint in ("", fingerprint) and not req.full_refresh:
-                plan = _plan_from_json(row.plan)
-                resumed = True
-        if not resumed:
-            plan = plan_run(
+        def decide(row: Optional[StateRow]) -> tuple[Plan, bool]:
+            if row is not None and row.phase != "idle":
+                self._check_lease(req, row, now)
+                if row.plan and row.fingerprint in ("", fingerprint) and not req.full_refresh:
+                    return _plan_from_json(row.plan), True
+            return plan_run(
                 model=req.model,
                 config=config,
                 analysis=analysis,
@@ -234,7 +238,15 @@ class Refresher:
                 full_refresh=req.full_refresh,
                 force=req.force,
                 now=now,
-            )
+            ), False
+
+        planned: Optional[tuple[Plan, bool]] = None
+        if fresh or (row is not None and row.phase == "idle"):
+            planned = decide(row)
+        if planned is None or (planned[0].writes and not fresh):
+            row = store.read(req.model_id)
+            planned = decide(row)
+        plan, resumed = planned
         if plan.writes and not resumed:
             if plan.action == BACKFILL:
                 plan = self._validate_backfill(req, config, plan)
@@ -508,13 +520,17 @@ class Refresher:
         if plan.action == REPLAY:
             ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
                       if p.version > plan.consumed[u].version}
-            parts = sa.affected_keys_sql(req.sql, config.unique_key, ranges, pinned,
-                                         plan.versions_from(), self._table_columns)
-            # The keys are computed (and cached) on their own: one plan holding the model once
-            # per changed scan plus the model again grows past what Spark plans quickly.
-            self._run(f"DROP VIEW IF EXISTS {ctx.keys}")
-            self._run(f"CACHE TABLE {ctx.keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
-            select = sqlgen.staging_affected(model_sql, ctx.keys, config.unique_key)
+            select = self._changes_only_staging(ctx, ranges, model_sql)
+            ctx.result.staged_from = "snapshot" if select is None else "changes"
+            if select is None:
+                parts = sa.affected_keys_sql(req.sql, config.unique_key, ranges, pinned,
+                                             plan.versions_from(), self._table_columns)
+                # The keys are computed (and cached) on their own: one plan holding the model
+                # once per changed scan plus the model again grows past what Spark plans quickly.
+                self._run(f"DROP VIEW IF EXISTS {ctx.keys}")
+                self._run(f"CACHE TABLE {ctx.keys} AS\n"
+                          f"{sqlgen.affected_keys(parts, config.unique_key)}")
+                select = sqlgen.staging_affected(model_sql, ctx.keys, config.unique_key)
         else:
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
@@ -529,6 +545,26 @@ class Refresher:
         else:
             rows = self._fetch(f"SELECT count(*) AS staged FROM {ctx.source}")
             ctx.result.staged_rows = int(rows[0]["staged"])
+
+    def _changes_only_staging(self, ctx: "_RunContext", ranges: Mapping[str, tuple[int, int]],
+                              model_sql: str) -> Optional[str]:
+        """A row-wise model's staging from its upstream's change feed alone, when possible.
+
+        The general replay recomputes the affected keys from the upstream at the pinned version,
+        a scan that grows with the table. A row-wise model does not need it: its new rows are
+        the model over the change rows, netted (sqlgen.staging_from_changes). Output columns
+        Spark cannot group by (maps, variants) keep the general path.
+        """
+        if not ctx.analysis.rowwise or len(ranges) != 1:
+            return None
+        columns = self._describe(model_sql)
+        if not columns or any(not sa.groupable_type(t) for _, t in columns):
+            return None
+        (upstream, (start, end)), = ranges.items()
+        plus = sa.over_changes(ctx.req.sql, upstream, start, end, sa.PLUS_CHANGES)
+        minus = sa.over_changes(ctx.req.sql, upstream, start, end, sa.MINUS_CHANGES)
+        return sqlgen.staging_from_changes(plus, minus, [c for c, _ in columns],
+                                           ctx.config.unique_key)
 
     def _table_columns(self, relation: str) -> List[str]:
         return self._columns(sa.quote_relation(relation))
@@ -566,7 +602,7 @@ class Refresher:
         chunks = ctx.chunks
         done = self._committed_chunks(ctx, chunks)
         ctx.touched = True
-        columns: Optional[List[str]] = None
+        staged: Optional[List[tuple[str, str]]] = None
         for chunk in range(1, chunks + 1):
             if chunk in done:
                 continue
@@ -574,8 +610,14 @@ class Refresher:
                 if ctx.plan.action == REPLAY and not ctx.config.unique_key:
                     self._append(ctx)
                 else:
-                    columns = columns or sqlgen.model_columns(self._columns(ctx.source))
-                    self._apply_chunk(ctx, columns, chunk, chunks)
+                    staged = staged or self._describe(f"SELECT * FROM {ctx.source}")
+                    try:
+                        self._apply_chunk(ctx, staged, chunk, chunks)
+                    except BatchRefreshUserError:
+                        # A refused first chunk left the target as it was: back to idle, so
+                        # the next run plans afresh once the data or the model is fixed.
+                        ctx.touched = bool(done) or chunk > 1
+                        raise
             if chunks > 1:
                 # progress for status output (and a lease extension); a single chunk's
                 # tagged commit in the target history is record enough
@@ -603,8 +645,11 @@ class Refresher:
                 done.add(chunk)
         return done
 
-    def _apply_chunk(self, ctx: "_RunContext", columns: List[str], chunk: int, chunks: int) -> None:
+    def _apply_chunk(self, ctx: "_RunContext", staged: List[tuple[str, str]], chunk: int,
+                     chunks: int) -> None:
+        """Apply one chunk of staging; `staged` = the staging columns and their types."""
         req, config, plan, staging, result = ctx.req, ctx.config, ctx.plan, ctx.source, ctx.result
+        columns = sqlgen.model_columns(name for name, _ in staged)
         if plan.action == BACKFILL:
             if req.target_kind == "other":
                 self._run(f"DROP TABLE IF EXISTS {req.target}")
@@ -624,11 +669,24 @@ class Refresher:
             source = staging if chunks == 1 else (
                 f"(SELECT * FROM {staging} WHERE {sqlgen.chunk_predicate(config.unique_key, chunks, chunk)})"
             )
-            merged = self._fetch(
-                sqlgen.merge_staging(req.target, source, config.unique_key, columns,
-                                     delete_missing=plan.action == FULL,
-                                     chunk=(chunk, chunks) if chunks > 1 else None)
-            )
+            merge = sqlgen.merge_staging(req.target, source, config.unique_key, columns,
+                                         delete_missing=plan.action == FULL,
+                                         chunk=(chunk, chunks) if chunks > 1 else None,
+                                         guard_new_keys=any(n == sqlgen.HAD_OLD for n, _ in staged),
+                                         unordered=[n for n, t in staged if not sa.groupable_type(t)])
+            try:
+                merged = self._fetch(merge)
+            except DbtRuntimeError as exc:
+                if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
+                    raise
+                raise BatchRefreshUserError(
+                    req.model, "bad unique_key; this merge was not applied",
+                    [f"unique_key ({', '.join(config.unique_key)}) is not unique in the model "
+                     "output: a changed upstream row produces the key of a row that did not "
+                     "change.",
+                     "Fix: choose a unique_key that identifies one output row, or "
+                     "de-duplicate the model."],
+                ) from None
             _count_merge(merged, result)
         else:
             # Full recompute of a model without a key: overwrite keeps the table's identity.

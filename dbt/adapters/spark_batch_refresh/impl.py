@@ -57,6 +57,7 @@ class BatchRefreshResponse(AdapterResponse):
     rows_deleted: int = 0
     staged_rows: int = 0
     chunks: int = 0
+    staged_from: str = ""  # keyed replay: "changes" (change feed alone) or "snapshot"
     next_due: str = ""
     run_id: str = ""
     statements: int = 0  # SQL statements the refresh issued
@@ -81,6 +82,7 @@ class BatchRefreshResponse(AdapterResponse):
             rows_deleted=int(data.get("rows_deleted") or 0),
             staged_rows=int(data.get("staged_rows") or 0),
             chunks=int(data.get("chunks") or 0),
+            staged_from=str(data.get("staged_from") or ""),
             next_due=str(data.get("next_due") or ""),
             run_id=str(data.get("run_id") or ""),
             statements=int(data.get("statements") or 0),

@@ -6,6 +6,11 @@ from typing import Iterable, List, Mapping, Optional, Sequence
 
 PRESENT = "_br_present"
 KEY_PREFIX = "_br_k_"
+# Set on a staged key that had an output row before the change (changes-only staging): a new
+# row for a key without it must not meet an existing target row (see merge_staging).
+HAD_OLD = "_br_had_old"
+BOOKKEEPING = (PRESENT, HAD_OLD)
+DUPLICATE_KEY_MARKER = "batch_refresh: a new row has the unique_key of an unchanged row"
 
 
 def lit(value: Optional[object]) -> str:
@@ -62,6 +67,42 @@ def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[st
     )
 
 
+def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
+                         unique_key: Sequence[str]) -> str:
+    """Staging of a row-wise replay computed from the change feed alone.
+
+    `plus_sql` is the model over the inserted rows and post-images, `minus_sql` over the deleted
+    rows and pre-images. For a row-wise model M, M(new) = M(old) - M(minus) + M(plus) as
+    multisets, so netting the signed output rows leaves exactly the output rows that appeared
+    (net > 0) and disappeared (net < 0); a row changed and changed back nets to nothing. A key
+    with an appearing row gets that row, any other affected key a tombstone. The upstream at the
+    pinned version is never scanned.
+    """
+    cols = ", ".join(q(c) for c in columns)
+    keys = ", ".join(q(k) for k in unique_key)
+    aliases = key_aliases(unique_key)
+    on_rows = " AND ".join(f"_br_a.{q(k)} <=> _br_r.{q(k)}" for k in unique_key)
+    on_old = " AND ".join(f"_br_a.{q(k)} <=> _br_o.{q(k)}" for k in unique_key)
+    key_out = ", ".join(f"_br_a.{q(k)} AS {a}" for k, a in zip(unique_key, aliases))
+    return (
+        f"WITH _br_net AS (\n"
+        f"  SELECT {cols}, sum(_br_s) AS _br_n FROM (\n"
+        f"    SELECT {cols}, 1 AS _br_s FROM (\n{plus_sql}\n    ) _br_p\n"
+        f"    UNION ALL\n"
+        f"    SELECT {cols}, -1 AS _br_s FROM (\n{minus_sql}\n    ) _br_m\n"
+        f"  ) _br_d GROUP BY {cols} HAVING sum(_br_s) <> 0\n),\n"
+        f"_br_affected AS (SELECT DISTINCT {keys} FROM _br_net),\n"
+        f"_br_old AS (SELECT DISTINCT {keys}, true AS {HAD_OLD} FROM _br_net WHERE _br_n < 0),\n"
+        # A row appearing twice stays twice, so the key check reports the duplicate.
+        f"_br_rows AS (\n  SELECT {cols}, true AS {PRESENT}\n"
+        f"  FROM (SELECT * FROM _br_net WHERE _br_n > 0) _br_g\n"
+        f"  LATERAL VIEW explode(sequence(1L, _br_n)) _br_x AS _br_i\n)\n"
+        f"SELECT _br_r.*, _br_o.{HAD_OLD}, {key_out}\n"
+        f"FROM _br_affected _br_a\nLEFT JOIN _br_rows _br_r ON {on_rows}\n"
+        f"LEFT JOIN _br_old _br_o ON {on_old}"
+    )
+
+
 def key_quality(staging: str, unique_key: Sequence[str]) -> str:
     aliases = key_aliases(unique_key)
     null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
@@ -94,23 +135,37 @@ def merge_staging(
     columns: Sequence[str],
     delete_missing: bool,
     chunk: Optional[tuple[int, int]] = None,
+    guard_new_keys: bool = False,
+    unordered: Iterable[str] = (),
 ) -> str:
     """Apply staging: delete tombstones, update only rows whose values changed, insert new.
 
     Rows whose values are equal are left alone so the target's own change feed carries only
     real changes for downstream models. `delete_missing` (full recompute) also deletes target
-    rows the recompute no longer produces.
+    rows the recompute no longer produces. `guard_new_keys` (changes-only staging) fails the
+    MERGE, before it commits, when a new row's key matches a target row that did not change:
+    the model would then hold two rows for that key, which staging alone cannot see.
+    `unordered` columns (maps, variants) have no `<=>`: they are compared as JSON text, which
+    can only over-report a change (an equal map written in another order is rewritten).
     """
     aliases = key_aliases(unique_key)
     on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
     non_key = [c for c in columns if c not in unique_key]
-    changed = " OR ".join(f"NOT (t.{q(c)} <=> s.{q(c)})" for c in non_key) or "false"
+    as_json = set(unordered)
+    changed = " OR ".join(
+        f"NOT (to_json(t.{q(c)}) <=> to_json(s.{q(c)}))" if c in as_json
+        else f"NOT (t.{q(c)} <=> s.{q(c)})" for c in non_key) or "false"
     update_set = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in non_key)
     insert_cols = ", ".join(q(c) for c in columns)
     insert_vals = ", ".join(f"s.{q(c)}" for c in columns)
-    clauses = [
-        f"WHEN MATCHED AND s.{PRESENT} IS NULL THEN DELETE",
-    ]
+    clauses = []
+    if guard_new_keys:
+        first = q(columns[0])
+        clauses.append(
+            f"WHEN MATCHED AND s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL "
+            f"THEN UPDATE SET t.{first} = raise_error({lit(DUPLICATE_KEY_MARKER)})"
+        )
+    clauses.append(f"WHEN MATCHED AND s.{PRESENT} IS NULL THEN DELETE")
     if non_key:
         clauses.append(f"WHEN MATCHED AND ({changed}) THEN UPDATE SET {update_set}")
     clauses.append(
@@ -127,7 +182,7 @@ def merge_staging(
 
 
 def model_columns(staging_columns: Iterable[str]) -> List[str]:
-    return [c for c in staging_columns if c != PRESENT and not c.startswith(KEY_PREFIX)]
+    return [c for c in staging_columns if c not in BOOKKEEPING and not c.startswith(KEY_PREFIX)]
 
 
 def tblproperties(props: Mapping[str, str]) -> str:

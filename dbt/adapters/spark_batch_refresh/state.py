@@ -101,6 +101,26 @@ class StateRow:
         return ModelState(self.fingerprint, self.consumed, self.phase, self.last_refresh_at)
 
 
+def _state_row(r: Mapping[str, Any]) -> StateRow:
+    return StateRow(
+        model_id=r["model_id"],
+        phase=r["phase"] or "idle",
+        fingerprint=r["fingerprint"] or "",
+        consumed=points_from_json(r["consumed"]),
+        plan=json.loads(r["plan"]) if r["plan"] else None,
+        run_id=r["run_id"],
+        lease_holder=r["lease_holder"],
+        lease_since=as_datetime(r["lease_since"]),
+        lease_until=as_datetime(r["lease_until"]),
+        last_refresh_at=as_datetime(r["last_refresh_at"]),
+        chunks_total=r.get("chunks_total"),
+        chunks_done=r.get("chunks_done"),
+        staged_rows=r.get("staged_rows"),
+        target_version=r.get("target_version"),
+        target_committed_at=as_datetime(r.get("target_committed_at")),
+    )
+
+
 class StateStore:
     def __init__(self, schema: str, fetch: Fetch, run: Run) -> None:
         self.schema = schema
@@ -133,28 +153,32 @@ class StateStore:
             if missing:
                 self._run(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
 
+    # Per process: the state table as first read in the current dbt invocation (schema,
+    # invocation id) -> rows by model id. Reading a Delta table that other models committed to
+    # since the last read costs a snapshot update (~1 s); one read per invocation instead of
+    # one per model is what keeps a skip or a no-op near dbt's own overhead.
+    _snapshots: Dict[tuple[str, str], Dict[str, Dict[str, Any]]] = {}
+    _snapshot_lock = threading.Lock()
+
+    def read_planned(self, model_id: str, invocation: str) -> tuple[Optional[StateRow], bool]:
+        """(row, fresh): the model's row in this invocation's snapshot of the state table;
+        `fresh` when the snapshot was taken by this call. A row from an older snapshot can only
+        be stale through another, concurrent dbt invocation: good enough to decide a skip or a
+        no-op, not to write (the caller reads the row again with `read`)."""
+        key = (self.schema, invocation)
+        with StateStore._snapshot_lock:
+            snapshot = StateStore._snapshots.get(key)
+            fresh = snapshot is None
+            if snapshot is None:
+                snapshot = {r["model_id"]: r for r in self._fetch(f"SELECT * FROM {self.state}")}
+                StateStore._snapshots.clear()  # only the current invocation's is ever used
+                StateStore._snapshots[key] = snapshot
+        found = snapshot.get(model_id)
+        return (_state_row(found) if found else None), fresh
+
     def read(self, model_id: str) -> Optional[StateRow]:
         rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
-        if not rows:
-            return None
-        r = rows[0]
-        return StateRow(
-            model_id=r["model_id"],
-            phase=r["phase"] or "idle",
-            fingerprint=r["fingerprint"] or "",
-            consumed=points_from_json(r["consumed"]),
-            plan=json.loads(r["plan"]) if r["plan"] else None,
-            run_id=r["run_id"],
-            lease_holder=r["lease_holder"],
-            lease_since=as_datetime(r["lease_since"]),
-            lease_until=as_datetime(r["lease_until"]),
-            last_refresh_at=as_datetime(r["last_refresh_at"]),
-            chunks_total=r.get("chunks_total"),
-            chunks_done=r.get("chunks_done"),
-            staged_rows=r.get("staged_rows"),
-            target_version=r.get("target_version"),
-            target_committed_at=as_datetime(r.get("target_committed_at")),
-        )
+        return _state_row(rows[0]) if rows else None
 
     def take_lease(
         self,
