@@ -47,6 +47,16 @@ def affected_keys(parts: Sequence[str], unique_key: Sequence[str]) -> str:
     return f"SELECT DISTINCT {cols} FROM (\n{union}\n) _br_c"
 
 
+def _keys_match(unique_key: Sequence[str], left: str, right: str) -> str:
+    """Null-safe equality of the key columns of two aliases."""
+    return " AND ".join(f"{left}.{q(k)} <=> {right}.{q(k)}" for k in unique_key)
+
+
+def _keys_out(unique_key: Sequence[str], alias: str) -> str:
+    """The key columns of `alias` under their staging names (_br_k_0, ...)."""
+    return ", ".join(f"{alias}.{q(k)} AS {a}" for k, a in zip(unique_key, key_aliases(unique_key)))
+
+
 def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[str]) -> str:
     """Recomputed rows for the affected keys, plus a tombstone for each key left with no row.
 
@@ -56,14 +66,13 @@ def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[st
     """
     cols = ", ".join(q(k) for k in unique_key)
     tuple_cols = f"({cols})" if len(unique_key) > 1 else cols
-    aliases = key_aliases(unique_key)
-    on = " AND ".join(f"_br_a.{q(k)} <=> _br_r.{q(k)}" for k in unique_key)
-    keys = ", ".join(f"_br_a.{q(k)} AS {a}" for k, a in zip(unique_key, aliases))
     return (
         f"WITH _br_affected AS (SELECT {cols} FROM {keys_relation}),\n"
         f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
         f"  WHERE {tuple_cols} IN (SELECT {cols} FROM _br_affected)\n)\n"
-        f"SELECT _br_r.*, {keys}\nFROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON {on}"
+        f"SELECT _br_r.*, {_keys_out(unique_key, '_br_a')}\n"
+        f"FROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON "
+        f"{_keys_match(unique_key, '_br_a', '_br_r')}"
     )
 
 
@@ -80,10 +89,6 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
     """
     cols = ", ".join(q(c) for c in columns)
     keys = ", ".join(q(k) for k in unique_key)
-    aliases = key_aliases(unique_key)
-    on_rows = " AND ".join(f"_br_a.{q(k)} <=> _br_r.{q(k)}" for k in unique_key)
-    on_old = " AND ".join(f"_br_a.{q(k)} <=> _br_o.{q(k)}" for k in unique_key)
-    key_out = ", ".join(f"_br_a.{q(k)} AS {a}" for k, a in zip(unique_key, aliases))
     return (
         f"WITH _br_net AS (\n"
         f"  SELECT {cols}, sum(_br_s) AS _br_n FROM (\n"
@@ -97,9 +102,10 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
         f"_br_rows AS (\n  SELECT {cols}, true AS {PRESENT}\n"
         f"  FROM (SELECT * FROM _br_net WHERE _br_n > 0) _br_g\n"
         f"  LATERAL VIEW explode(sequence(1L, _br_n)) _br_x AS _br_i\n)\n"
-        f"SELECT _br_r.*, _br_o.{HAD_OLD}, {key_out}\n"
-        f"FROM _br_affected _br_a\nLEFT JOIN _br_rows _br_r ON {on_rows}\n"
-        f"LEFT JOIN _br_old _br_o ON {on_old}"
+        f"SELECT _br_r.*, _br_o.{HAD_OLD}, {_keys_out(unique_key, '_br_a')}\n"
+        f"FROM _br_affected _br_a\n"
+        f"LEFT JOIN _br_rows _br_r ON {_keys_match(unique_key, '_br_a', '_br_r')}\n"
+        f"LEFT JOIN _br_old _br_o ON {_keys_match(unique_key, '_br_a', '_br_o')}"
     )
 
 
