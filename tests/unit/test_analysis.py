@@ -86,3 +86,20 @@ def test_groupable_types():
     assert sa.groupable_type("int") and sa.groupable_type("struct<a:int,b:array<string>>")
     assert not sa.groupable_type("map<string,int>")
     assert not sa.groupable_type("array<map<string,int>>") and not sa.groupable_type("variant")
+
+
+def test_explain_says_where_staging_comes_from():
+    from datetime import datetime
+
+    from dbt.adapters.spark_batch_refresh import explain
+    from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+
+    info = [explain.UpstreamInfo("s.t", UpstreamPoint(3, datetime(2026, 1, 1)), True, 2)]
+    config = BatchRefreshConfig(unique_key=("id",))
+    rowwise = explain.render("m", config, sa.analyze("select id, v from s.t where v > 0", ["id"]),
+                             info, "idle")
+    assert "the model over the change rows alone" in rowwise and "pushdown" not in rowwise
+    grouped = explain.render("m", BatchRefreshConfig(),
+                             sa.analyze("select k, sum(v) as s from s.t group by k"), info, "idle")
+    assert "pushdown:   recompute restricted to `(k) IN (affected keys)`" in grouped

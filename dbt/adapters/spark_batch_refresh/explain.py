@@ -84,11 +84,17 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         for path in analysis.key_paths:
             lines.append(f"    - {path.describe()}")
-        sources = key_sources(analysis.normalized_sql, analysis.key)
-        reached = sorted({s for cols in sources.values() for s in cols})
-        lines.append("  pushdown:   recompute restricted to `(" + ", ".join(analysis.key)
-                     + ") IN (affected keys)`" + (
-                         f", which reaches the scans of {', '.join(reached)}" if reached else ""))
+        if analysis.rowwise:
+            lines.append("  staging:    the model over the change rows alone, netted (row-wise: "
+                         "the upstream table is not scanned; map or variant output columns "
+                         "fall back to the recompute)")
+        else:
+            sources = key_sources(analysis.normalized_sql, analysis.key)
+            reached = sorted({s for cols in sources.values() for s in cols})
+            lines.append("  pushdown:   recompute restricted to `(" + ", ".join(analysis.key)
+                         + ") IN (affected keys)`" + (
+                             f", which reaches the scans of {', '.join(reached)}" if reached
+                             else ""))
     elif analysis.incremental_reason and mode != "incremental":
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
     return "\n".join(lines)
