@@ -30,7 +30,7 @@ def dbt_profile_target():
         # Small tables, short JVM: C1-only JIT and few partitions (~15% faster statements here).
         "server_side_parameters": {
             "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "2",
+            "spark.databricks.delta.snapshotPartitions": "1",
             "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
         },
     }

@@ -66,7 +66,7 @@ def server_confs(base: Path) -> Dict[str, str]:
         "spark.sql.sources.default": "delta",
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         "spark.sql.shuffle.partitions": "2",
-        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.snapshotPartitions": "1",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",

@@ -51,7 +51,7 @@ FREE_RACES = 2
 SUBPROCESS_TIMEOUT_S = 300
 
 ROWS_M = """
-{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=4) }}
+{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=2) }}
 select id, cust, amount * 2 as amt2, status
 from {{ source('raw', 'orders') }}
 where status <> 'void'

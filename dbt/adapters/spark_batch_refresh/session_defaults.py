@@ -90,8 +90,11 @@ def embedded_confs(
         # Local-sized defaults: 200 shuffle partitions cost more than they give on a laptop.
         "spark.sql.shuffle.partitions": "8",
         # Delta rebuilds table snapshots with 50 partitions by default; on a few local cores
-        # that costs seconds per statement on small tables (measured 9 s -> 2.5 s per MERGE).
-        "spark.databricks.delta.snapshotPartitions": "4",
+        # that costs seconds per statement on small tables (measured 9 s -> 2.5 s per MERGE
+        # at 4 partitions; 1 partition again cut a tiny table's UPDATE 3.5 -> 2.1 s, MERGE
+        # 6.2 -> 4.4 s and the first read after a commit 4.0 -> 2.2 s). A local table's log
+        # is small enough for one task.
+        "spark.databricks.delta.snapshotPartitions": "1",
         "spark.driver.memory": "4g",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
