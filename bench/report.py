@@ -65,6 +65,10 @@ def _s(v: Optional[float]) -> str:
     return "-" if v is None else f"{v:.1f}"
 
 
+def _s2(v: Optional[float]) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
 def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
     return a / b if a is not None and b else None
 
@@ -161,10 +165,11 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
                 ratios.append((r, scale, frac))
     if ratios:
         worst, best = max(ratios), min(ratios)
-        ok = worst[0] <= 1.3
+        met = sum(1 for r in ratios if r[0] <= 1.3)
         out.append(f"1. Row-wise replay <= 1.3x the hand-written MERGE at every scale and fraction: "
-                   f"{_verdict(ok)}. Replay / hand ranges from {best[0]:.2f}x ({best[1]:,} rows, "
-                   f"{_pct(best[2])}) to {worst[0]:.2f}x ({worst[1]:,} rows, {_pct(worst[2])}).")
+                   f"{_verdict(met == len(ratios))} ({met} of {len(ratios)} cells). Replay / hand "
+                   f"ranges from {best[0]:.2f}x ({best[1]:,} rows, {_pct(best[2])}) to "
+                   f"{worst[0]:.2f}x ({worst[1]:,} rows, {_pct(worst[2])}).")
     else:
         out.append("1. Row-wise replay vs hand MERGE: not measured.")
 
@@ -210,25 +215,30 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
                                           for shape in ("rowwise", "agg", "join_agg")
                                           if _crossover(summary, shape)) + ".")
 
-    # 4. gated skip / no-op <= 1 s above dbt's per-model overhead
+    # 4. gated skip / no-op <= 1 s above dbt's per-model overhead (two decimals: the margin
+    # is often a few hundredths of a second, which one decimal would round across the limit)
     costs = fixed_costs(summary)
     parts = []
-    oks = []
+    skips: List[bool] = []
+    noop_oks: List[bool] = []
     for scale in sorted(costs):
         c = costs[scale]
         ovh = c.get("overhead_view")
         skip = _diff(c.get("gated_skip"), ovh)
-        noops = [(s, _diff(c.get(f"noop_{s}"), ovh)) for s in ("rowwise", "agg", "join_agg")
+        noops = [_diff(c.get(f"noop_{s}"), ovh) for s in ("rowwise", "agg", "join_agg")
                  if c.get(f"noop_{s}") is not None]
-        worst = max((v for _, v in noops), default=None)
-        for v in (skip, worst):
-            if v is not None:
-                oks.append(v <= 1.0)
-        parts.append(f"{scale:,} rows: skip {_s(c.get('gated_skip'))} s, worst no-op "
-                     f"{_s(max((c.get(f'noop_{s}') for s, _ in noops), default=None))} s vs overhead "
-                     f"{_s(ovh)} s (+{_s(skip)} s / +{_s(worst)} s)")
-    out.append(f"4. Gated skip and no-op <= 1 s above dbt's per-model overhead (a `select 1` view): "
-               f"{_verdict(all(oks) if oks else None)}. " + "; ".join(parts) + ".")
+        worst = max(noops, default=None)
+        if skip is not None:
+            skips.append(skip <= 1.0)
+        if worst is not None:
+            noop_oks.append(worst <= 1.0)
+        parts.append(f"{scale:,} rows: skip +{_s2(skip)} s, worst no-op +{_s2(worst)} s "
+                     f"(overhead {_s2(ovh)} s)")
+    out.append("4. Gated skip and no-op <= 1 s above dbt's per-model overhead (a `select 1` view): "
+               f"skip {_verdict(all(skips) if skips else None)}, no-op "
+               f"{_verdict(all(noop_oks) if noop_oks else None)}"
+               + (f" ({sum(noop_oks)} of {len(noop_oks)} scales)" if noop_oks else "")
+               + ". " + "; ".join(parts) + ".")
     return "\n".join(out) + "\n"
 
 
@@ -422,6 +432,7 @@ def _save(plt: Any, fig: Any, path: str) -> str:
 
 def write_report(results: List[Dict[str, Any]], out: str, name: str, charts: bool = True) -> str:
     text = render(results)
+    os.makedirs(out, exist_ok=True)
     if charts:
         try:
             made = make_charts(results, out, name)

@@ -42,7 +42,9 @@ def test_targets_ratio_and_fixed_costs():
     recs = [rec("replay", 2.6), rec("hand_merge", 2.0), rec("rebuild", 5.2),
             rec("gated_skip", 1.5), rec("overhead_view", 1.0), rec("noop", 1.2)]
     text = report.targets(report.summarize(recs))
-    assert "1.30x" in text and "**met**" in text
+    assert "1.30x" in text and "**met** (1 of 1 cells)" in text
+    assert "skip **met**, no-op **met** (1 of 1 scales)" in text
+    assert "skip +0.50 s, worst no-op +0.20 s" in text
     assert "not measured" in text  # no 100M run
     assert "rowwise (1%: 1,000)" in text  # crossover: replay beat the rebuild at 1,000 rows
 
@@ -51,3 +53,18 @@ def test_statement_kinds():
     assert report.statement_kind("MERGE INTO s_batch_refresh.batch_refresh_state t") .startswith("state")
     assert report.statement_kind("merge into bench.br_rowwise t using x") == "target MERGE (write)"
     assert report.statement_kind("describe history raw.fact limit 1").startswith("DESCRIBE HISTORY")
+
+
+def test_targets_no_op_margin_is_not_rounded_across_the_limit():
+    recs = [rec("overhead_view", 0.07), rec("noop", 1.08), rec("gated_skip", 0.2)]
+    text = report.targets(report.summarize(recs))
+    assert "no-op **not met** (0 of 1 scales)" in text and "+1.01 s" in text
+
+
+def test_write_report_creates_the_output_folder(tmp_path):
+    out = tmp_path / "new" / "dir"
+    meta = dict(started="now", scales=[1000], fractions=[0.01], shapes=["rowwise"], reps=1,
+                wall_s=60, cpus=2, memory="1 kB", spark="4.2.0", driver_memory="1g")
+    report.write_report([{"records": [rec("replay", 1.0)], "traces": [], "meta": meta}],
+                        str(out), "t", charts=False)
+    assert (out / "t.md").exists()
