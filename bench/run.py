@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -230,6 +231,13 @@ class Bench:
             "traces": self.traces,
         }
 
+    def cleanup(self) -> None:
+        """Stop Spark and delete the temporary warehouse: a 100M-row run leaves ~26 GB."""
+        if self.spark is not None:
+            self.spark.stop()
+            self.spark = None
+        shutil.rmtree(self.work, ignore_errors=True)
+
     def save(self, result: Dict[str, Any]) -> str:
         os.makedirs(self.args.out, exist_ok=True)
         path = os.path.join(self.args.out, f"{self.args.name}.json")
@@ -279,6 +287,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
     p.add_argument("--name", default="bench", help="file name stem of the results")
     p.add_argument("--no-charts", action="store_true")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temporary warehouse and dbt project under /tmp/bench-*")
     args = p.parse_args(argv)
     args.scales = [int(float(s)) for s in args.scales.split(",") if s]
     args.fractions = [float(f) for f in args.fractions.split(",") if f]
@@ -292,8 +302,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
     bench = Bench(args)
-    result = bench.run()
-    path = bench.save(result)
+    try:
+        result = bench.run()
+        path = bench.save(result)
+    finally:
+        if not args.keep:
+            bench.cleanup()
     text = report.write_report([result], args.out, args.name, charts=not args.no_charts)
     print(text)
     print(f"results: {path}")
