@@ -191,8 +191,8 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
             f"{g[0]}: replay x{g[3]:.2f} ({_verdict(g[3] <= 1.5)}), rebuild x{_n(round(g[4], 2)) if g[4] else '-'}"
             for g in pair) + ".")
     else:
-        out.append("2. 10M -> 100M rows at 10k changed rows: **not measured** (100M not run on this "
-                   "machine in this session).")
+        out.append("2. 10M -> 100M rows at 10k changed rows: **not measured** (no 10M and 100M "
+                   "cells at 10k changed rows in these results).")
     for g in growth:
         if (g[1], g[2]) != (10_000_000, 100_000_000):
             out.append(f"   Measured instead, {g[1]:,} -> {g[2]:,} rows at 10k changed rows, {g[0]}: "
@@ -207,7 +207,7 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
             f"{s}: replay/rebuild {r:.2f} ({_verdict(r <= 0.1)})" for s, r in big) + ".")
     else:
         out.append("3. 100M rows, 0.1% change, replay <= 1/10 of the rebuild: **not measured** "
-                   "(100M not run on this machine in this session). Largest measured: " + "; ".join(
+                   "(no 100M cells at 0.1% in these results). Largest measured: " + "; ".join(
                        _largest(summary, shape) for shape in ("rowwise", "agg", "join_agg")
                        if _largest(summary, shape)) + ".")
     out.append("   Crossover (smallest measured table where replay beats the rebuild, per change "
