@@ -11,6 +11,8 @@ import tempfile
 
 import pytest
 
+from tests.spark_confs import TEST_SPARK_CONFS
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 # One warehouse + metastore for the whole test process, outside the repository.
@@ -27,10 +29,5 @@ def dbt_profile_target():
         "host": "localhost",
         "threads": 1,
         "session_dir": SESSION_DIR,
-        # Small tables, short JVM: C1-only JIT and few partitions (~15% faster statements here).
-        "server_side_parameters": {
-            "spark.sql.shuffle.partitions": "2",
-            "spark.databricks.delta.snapshotPartitions": "1",
-            "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
-        },
+        "server_side_parameters": dict(TEST_SPARK_CONFS),
     }

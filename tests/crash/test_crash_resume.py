@@ -16,6 +16,8 @@ from typing import Any, Dict, List
 
 import pytest
 
+from tests.spark_confs import TEST_SPARK_CONFS
+
 DRIVER = Path(__file__).with_name("driver.py")
 # One kill per distinct state a dead run can leave: lease taken with nothing durable
 # (`during_staging` leaves the same, staging is in the session cache), staging persisted,
@@ -78,9 +80,7 @@ def write_project(root: Path, schema: str) -> None:
         "crash:\n  target: dev\n  outputs:\n    dev:\n      type: spark_batch_refresh\n"
         f"      method: session\n      schema: {schema}\n      session_dir: {root / 'spark'}\n"
         "      server_side_parameters:\n"
-        "        spark.sql.shuffle.partitions: '2'\n"
-        "        spark.databricks.delta.snapshotPartitions: '1'\n"
-        "        spark.driver.extraJavaOptions: '-XX:TieredStopAtLevel=1 -XX:+UseParallelGC'\n"
+        + "".join(f"        {k}: '{v}'\n" for k, v in TEST_SPARK_CONFS.items())
     )
 
 

@@ -29,6 +29,8 @@ from dbt.adapters.spark_batch_refresh.session_defaults import (
     jar_cache_file,
 )
 
+from tests.spark_confs import JVM_OPTIONS, PARTITION_CONFS
+
 START_TIMEOUT_S = 180.0
 
 
@@ -60,13 +62,12 @@ def server_confs(base: Path) -> Dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={base} -Dlog4j.configurationFile=file:{LOG4J_CONFIG} "
-            "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+            + JVM_OPTIONS
         ),
         "spark.driver.memory": "2g",
         "spark.sql.sources.default": "delta",
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.databricks.delta.snapshotPartitions": "1",
+        **PARTITION_CONFS,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",
