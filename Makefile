@@ -32,6 +32,8 @@ clean:
 # Benchmark (bench/README in the main README, "Benchmarks"). Not part of `make test`.
 SCALES ?= 1000000
 FRACTIONS ?= 0.0001,0.001,0.01,0.1
+# Which keys a change batch touches (bench/data.py): uniform (worst case), recent, append.
+DISTRIBUTIONS ?= uniform
 SHAPES ?= rowwise,agg,join_agg
 REPS ?= 3
 DRIVER_MEMORY ?= 8g
@@ -44,10 +46,12 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 
 bench: install $(BENCH_STAMP)
 	nice -n 10 $(BIN)/python bench/run.py --scales $(SCALES) --fractions $(FRACTIONS) \
-		--shapes $(SHAPES) --reps $(REPS) --driver-memory $(DRIVER_MEMORY) --name $(BENCH_NAME)
+		--distributions $(DISTRIBUTIONS) --shapes $(SHAPES) --reps $(REPS) \
+		--driver-memory $(DRIVER_MEMORY) --name $(BENCH_NAME)
 
 # A few minutes: 100k rows, the row-wise shape (replay, hand MERGE, rebuild, incremental,
-# skip, no-op), 2 change fractions, 1 repetition. Results under bench/results/quick.*
+# skip, no-op), 2 change distributions (recent, uniform) x 2 change fractions, 1 repetition.
+# Results under bench/results/quick.*
 bench-quick: install $(BENCH_STAMP)
 	nice -n 10 $(BIN)/python bench/run.py --scales 100000 --fractions 0.001,0.1 \
-		--shapes rowwise --reps 1 --driver-memory 4g --name quick
+		--distributions recent,uniform --shapes rowwise --reps 1 --driver-memory 4g --name quick

@@ -1,6 +1,7 @@
 """Results -> medians, a Markdown report (tables + targets) and PNG charts.
 
-Everything but `make_charts()` is pure (no Spark, no matplotlib) and unit-tested.
+Everything but `make_charts()` is pure (no Spark, no matplotlib) and unit-tested. Records written
+before change distributions existed (no `distribution` field) count as `uniform`.
 
     python bench/report.py bench/results/a.json [b.json ...] --out bench/results --name combined
 """
@@ -19,7 +20,28 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 METHODS = ("replay", "hand_merge", "rebuild", "incremental")
 FIXED_CHANGE = 10_000  # "same absolute change size" of the size-scaling target and chart
 
-Key = Tuple[int, str, float, str]  # scale, shape, fraction, method
+DISTRIBUTIONS = ("uniform", "recent", "append")  # bench/data.py; the order of the tables
+Key = Tuple[int, str, str, float, str]  # scale, shape, distribution, fraction, method
+Cell = Tuple[int, str, float, str]  # scale, shape, fraction, method: one distribution's cells
+
+
+def distribution(r: Dict[str, Any]) -> str:
+    """A record's change distribution; old records (none recorded) were all uniform."""
+    return r.get("distribution") or "uniform"
+
+
+def cell_key(r: Dict[str, Any]) -> Key:
+    return (r["scale"], r["shape"], distribution(r), r["fraction"], r["method"])
+
+
+def _dist_order(d: str) -> Tuple[int, str]:
+    return (DISTRIBUTIONS.index(d) if d in DISTRIBUTIONS else len(DISTRIBUTIONS), d)
+
+
+def of_distribution(summary: Dict[Key, Dict[str, Any]],
+                    dist: str = "uniform") -> Dict[Cell, Dict[str, Any]]:
+    """The cells of one distribution, keyed without it."""
+    return {(k[0], k[1], k[3], k[4]): c for k, c in summary.items() if k[2] == dist}
 
 
 def median(values: Iterable[float]) -> Optional[float]:
@@ -28,13 +50,13 @@ def median(values: Iterable[float]) -> Optional[float]:
 
 
 def merge_records(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """All records of several result files; a later file replaces a (scale, shape, fraction,
-    method) cell measured by an earlier one."""
+    """All records of several result files; a later file replaces a (scale, shape, distribution,
+    fraction, method) cell measured by an earlier one."""
     cells: Dict[Key, List[Dict[str, Any]]] = {}
     for result in results:
         mine: Dict[Key, List[Dict[str, Any]]] = defaultdict(list)
         for r in result["records"]:
-            mine[(r["scale"], r["shape"], r["fraction"], r["method"])].append(r)
+            mine[cell_key(r)].append(r)
         cells.update(mine)
     return [r for rs in cells.values() for r in rs]
 
@@ -44,7 +66,7 @@ def summarize(records: List[Dict[str, Any]]) -> Dict[Key, Dict[str, Any]]:
     repetition was."""
     groups: Dict[Key, List[Dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[(r["scale"], r["shape"], r["fraction"], r["method"])].append(r)
+        groups[cell_key(r)].append(r)
     out = {}
     for key, rs in groups.items():
         ints = lambda f: [r[f] for r in rs if isinstance(r.get(f), (int, float))]  # noqa: E731
@@ -86,15 +108,16 @@ def _n(v: Optional[float]) -> str:
 
 
 def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
-    rows = sorted({(k[0], k[1], k[2]) for k in summary if k[3] in METHODS},
+    rows = sorted({k[:4] for k in summary if k[4] in METHODS},
                   key=lambda t: (t[0], ["rowwise", "agg", "join_agg"].index(t[1])
-                                 if t[1] in ("rowwise", "agg", "join_agg") else 9, t[2]))
-    head = ("| fact rows | shape | change | replay s | hand MERGE s | rebuild s | incremental s "
-            "| replay / hand | replay / rebuild | replay statements / commits |\n"
-            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+                                 if t[1] in ("rowwise", "agg", "join_agg") else 9,
+                                 _dist_order(t[2]), t[3]))
+    head = ("| fact rows | shape | distribution | change | replay s | hand MERGE s | rebuild s "
+            "| incremental s | replay / hand | replay / rebuild | replay statements / commits |\n"
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
-    for scale, shape, frac in rows:
-        cell = {m: summary.get((scale, shape, frac, m)) for m in METHODS}
+    for scale, shape, dist, frac in rows:
+        cell = {m: summary.get((scale, shape, dist, frac, m)) for m in METHODS}
         secs = {m: (c["seconds"] if c else None) for m, c in cell.items()}
         changes = next(c["changes"] for c in cell.values() if c)
 
@@ -107,7 +130,7 @@ def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
         br = cell["replay"]
         sw = f"{_n(br['statements'])} / {_n(br['writes'])}" if br else "-"
         lines.append(
-            f"| {scale:,} | {shape} | {_pct(frac)} ({changes:,} rows) | {show('replay')} "
+            f"| {scale:,} | {shape} | {dist} | {_pct(frac)} ({changes:,} rows) | {show('replay')} "
             f"| {show('hand_merge')} | {show('rebuild')} | {show('incremental')} "
             f"| {_r(_ratio(secs['replay'], secs['hand_merge']))} "
             f"| {_r(_ratio(secs['replay'], secs['rebuild']))} | {sw} |"
@@ -116,9 +139,10 @@ def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
 
 
 def fixed_costs(summary: Dict[Key, Dict[str, Any]]) -> Dict[int, Dict[str, Optional[float]]]:
-    """Per scale: median over all rounds of the gated skip, the no-ops and dbt's overhead."""
+    """Per scale: median over all rounds (every distribution and fraction) of the gated skip, the
+    no-ops and dbt's overhead."""
     by_scale: Dict[int, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-    for (scale, shape, _, method), c in summary.items():
+    for (scale, shape, _, _, method), c in summary.items():
         if method in ("gated_skip", "noop", "overhead_view", "overhead_table"):
             name = method if method != "noop" else f"noop_{shape}"
             by_scale[scale][name].append(c["seconds"])
@@ -153,7 +177,14 @@ def _verdict(ok: Optional[bool]) -> str:
 
 
 def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
+    """Targets 1-3 are stated for the uniform distribution (the worst case); 4 uses every round."""
+    full = summary
+    summary = of_distribution(full, "uniform")  # type: ignore[assignment]
     out = []
+    others = sorted({k[2] for k in full} - {"uniform"}, key=_dist_order)
+    if others:
+        out.append(f"Targets 1-3 are over the uniform change distribution (the worst case); "
+                   f"{', '.join(others)} are in the table above only.\n")
     sec = lambda *k: (summary.get(k) or {}).get("seconds")  # noqa: E731
 
     # 1. rowwise replay <= 1.3x hand MERGE everywhere
@@ -217,7 +248,7 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
 
     # 4. gated skip / no-op <= 1 s above dbt's per-model overhead (two decimals: the margin
     # is often a few hundredths of a second, which one decimal would round across the limit)
-    costs = fixed_costs(summary)
+    costs = fixed_costs(full)
     parts = []
     skips: List[bool] = []
     noop_oks: List[bool] = []
@@ -242,7 +273,7 @@ def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _largest(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
+def _largest(summary: Dict[Cell, Dict[str, Any]], shape: str) -> str:
     cells = [(k[0], k[2]) for k in summary if k[1] == shape and k[3] == "replay"]
     if not cells:
         return ""
@@ -253,7 +284,7 @@ def _largest(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
     return f"{shape} at {scale:,} rows / {_pct(frac)}: replay/rebuild {_r(r)}"
 
 
-def _crossover(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
+def _crossover(summary: Dict[Cell, Dict[str, Any]], shape: str) -> str:
     fracs = sorted({k[2] for k in summary if k[1] == shape and k[3] == "replay"})
     parts = []
     for frac in fracs:
@@ -270,14 +301,15 @@ def _crossover(summary: Dict[Key, Dict[str, Any]], shape: str) -> str:
 def replay_breakdown(traces: List[Dict[str, Any]],
                      records: Optional[List[Dict[str, Any]]] = None) -> str:
     """Median seconds per statement kind in a refresh (from the adapter's statement trace), per
-    scale, model and action (replay; skip and no-op of the row-wise models)."""
-    kinds: Dict[Tuple[int, str, str], Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-    counts: Dict[Tuple[int, str, str], Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
+    scale, change distribution, model and action (replay; skip and no-op of the row-wise models)."""
+    Group = Tuple[int, str, str, str]  # scale, distribution, model, action
+    kinds: Dict[Group, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
+    counts: Dict[Group, Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
     for t in traces:
         action = t.get("action")
         if action != "replay" and not (action in ("skip", "noop") and "rowwise" in t["model"]):
             continue
-        group = (t["scale"], t["model"], action)
+        group = (t["scale"], distribution(t), t["model"], action)
         per: Dict[str, float] = defaultdict(float)
         num: Dict[str, int] = defaultdict(int)
         for secs, text in t["statements"]:
@@ -291,14 +323,16 @@ def replay_breakdown(traces: List[Dict[str, Any]],
     wall = {}
     for r in records or []:
         shape = "rowwise" if r["method"] == "gated_skip" else r["shape"]
-        wall[(r["scale"], r["fraction"], r["rep"], r["method"], shape)] = r["seconds"]
+        wall[(r["scale"], distribution(r), r["fraction"], r["rep"], r["method"], shape)] = \
+            r["seconds"]
     for t in traces:
         action = t.get("action")
-        group = (t["scale"], t["model"], action)
+        group = (t["scale"], distribution(t), t["model"], action)
         if group not in kinds:
             continue
         shape = t["model"].split("_", 1)[1]
-        total = wall.get((t["scale"], t["fraction"], t["rep"], method_of[action], shape))
+        total = wall.get((t["scale"], distribution(t), t["fraction"], t["rep"], method_of[action],
+                          shape))
         if total is not None:
             inside = sum(secs for secs, _ in t["statements"])
             kinds[group]["(outside SQL: dbt, Jinja, planning)"].append(max(0.0, total - inside))
@@ -306,13 +340,13 @@ def replay_breakdown(traces: List[Dict[str, Any]],
     if not kinds:
         return ""
     order = {"replay": 0, "skip": 1, "noop": 2}
-    lines = ["| fact rows | model | action | statement kind | count | median s |",
-             "|---:|---|---|---|---:|---:|"]
-    for group in sorted(kinds, key=lambda g: (g[0], order[g[2]], g[1])):
+    lines = ["| fact rows | distribution | model | action | statement kind | count | median s |",
+             "|---:|---|---|---|---|---:|---:|"]
+    for group in sorted(kinds, key=lambda g: (g[0], _dist_order(g[1]), order[g[3]], g[2])):
         d = kinds[group]
         for k in sorted(d, key=lambda k: -median(d[k])):
             n = median(counts[group][k])
-            lines.append(f"| {group[0]:,} | {group[1]} | {group[2]} | {k} "
+            lines.append(f"| {group[0]:,} | {group[1]} | {group[2]} | {group[3]} | {k} "
                          f"| {n:g} | {median(d[k]):.2f} |".replace("| 0 |", "| - |"))
     return "\n".join(lines) + "\n"
 
@@ -357,7 +391,8 @@ def render(results: List[Dict[str, Any]]) -> str:
         parts += ["\n### Where a replay's time goes (statement trace)\n\n", breakdown]
     parts.append("\nRuns: " + "; ".join(
         f"{m['started']} scales {m['scales']} fractions {m['fractions']} shapes {m['shapes']} "
-        f"reps {m['reps']} ({m['wall_s'] / 60:.0f} min), {m['cpus']} CPUs, {m['memory']}, "
+        + (f"distributions {m['distributions']} " if "distributions" in m else "")
+        + f"reps {m['reps']} ({m['wall_s'] / 60:.0f} min), {m['cpus']} CPUs, {m['memory']}, "
         f"Spark {m['spark']}, driver memory {m['driver_memory']}" for m in metas) + "\n")
     return "".join(parts)
 
@@ -368,12 +403,16 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary = summarize(merge_records(results))
-    shapes = [s for s in ("rowwise", "agg", "join_agg") if any(k[1] == s for k in summary)]
+    full = summarize(merge_records(results))
+    shapes = [s for s in ("rowwise", "agg", "join_agg") if any(k[1] == s for k in full)]
     paths = []
     styles = {"replay": "o-", "hand_merge": "s--", "rebuild": "^-", "incremental": "v:",
               "noop": "x-."}
-    for scale in sorted({k[0] for k in summary}):
+    # One time-vs-fraction chart per scale and distribution (uniform keeps its old file name).
+    for dist, scale in sorted({(k[2], k[0]) for k in full},
+                              key=lambda t: (_dist_order(t[0]), t[1])):
+        summary = of_distribution(full, dist)
+        suffix, label = ("", "") if dist == "uniform" else (f"_{dist}", f", {dist} changes")
         fig, axes = plt.subplots(1, len(shapes), figsize=(4.2 * len(shapes), 3.6), squeeze=False)
         for ax, shape in zip(axes[0], shapes):
             for method, style in styles.items():
@@ -389,14 +428,17 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
                                label=f"{method} wrong")
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(f"{shape}, {scale:,} fact rows", fontsize=9)
+            ax.set_title(f"{shape}, {scale:,} fact rows{label}", fontsize=9)
             ax.set_xlabel("changed rows, % of the fact table")
             ax.set_ylabel("seconds per refresh")
             ax.grid(True, which="both", alpha=0.3)
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
-        paths.append(_save(plt, fig, os.path.join(out, f"{name}_time_vs_fraction_{scale}.png")))
+        paths.append(_save(plt, fig, os.path.join(
+            out, f"{name}_time_vs_fraction_{scale}{suffix}.png")))
 
+    # Time vs table size: uniform changes only (the worst case).
+    summary = of_distribution(full, "uniform")
     pts = defaultdict(list)
     for (scale, shape, _, method), c in summary.items():
         if c["changes"] == FIXED_CHANGE and method in ("replay", "rebuild", "incremental",

@@ -1,11 +1,13 @@
 """Benchmark driver: one Python process, one JVM, dbt in-process (dbtRunner).
 
 For each scale: build the upstreams, build every model once (backfill / initial table). Then for
-each change fraction and repetition: apply one change batch to raw.fact, run every method, time
-it, count its commits (and statements, where the adapter reports them), check its output against
-the model SQL evaluated from scratch, then run the batch_refresh models again (no-op).
+each change distribution (uniform, recent, append: see bench/data.py), change fraction and
+repetition: apply one change batch to raw.fact, run every method, time it, count its commits (and
+statements, where the adapter reports them), check its output against the model SQL evaluated
+from scratch, then run the batch_refresh models again (no-op).
 
     python bench/run.py --scales 1000000 --fractions 0.0001,0.001,0.01,0.1 --reps 3
+    python bench/run.py --scales 1000000 --fractions 0.001,0.1 --distributions recent,uniform
 """
 
 from __future__ import annotations
@@ -118,16 +120,18 @@ class Bench:
     def record(self, **fields: Any) -> None:
         self.records.append(fields)
 
-    def one_round(self, n: int, fraction: float, rep: int) -> None:
+    def one_round(self, n: int, distribution: str, fraction: float, rep: int) -> None:
         self.round_no += 1
-        ins, upd, dele = data.change_counts(n, fraction)
-        common = dict(scale=n, fraction=fraction, changes=ins + upd + dele, rep=rep)
+        ins, upd, dele = data.change_counts(n, fraction, distribution)
+        common = dict(scale=n, distribution=distribution, fraction=fraction,
+                      changes=ins + upd + dele, rep=rep)
         t0 = time.perf_counter()
-        self.sql(data.change_sql(n, fraction, self.round_no, self.next_id))
+        self.sql(data.change_sql(n, fraction, self.round_no, self.next_id, distribution))
         self.next_id += ins
         upstream_s = time.perf_counter() - t0
         version_to = self.version("raw.fact")
-        self.log(f"scale {n:,} fraction {fraction:g} rep {rep}: +{ins} ~{upd} -{dele} "
+        self.log(f"scale {n:,} {distribution} fraction {fraction:g} rep {rep}: "
+                 f"+{ins} ~{upd} -{dele} "
                  f"(upstream commit {upstream_s:.1f}s, v{self.consumed}->v{version_to})")
 
         expected = {s: self.signature(models.plain_sql(s)) for s in self.args.shapes}
@@ -181,7 +185,7 @@ class Bench:
                         action=resp.get("action", ""), statements=resp.get("statements", ""),
                         writes=resp.get("writes", ""), target_commits=0, correct=True)
         last = [r for r in self.records if r["scale"] == n and r["rep"] == rep
-                and r["fraction"] == fraction]
+                and r["distribution"] == distribution and r["fraction"] == fraction]
         self.log("  " + ", ".join(
             f"{r['method']}/{r['shape']} {r['seconds']:.1f}s{'' if r['correct'] else ' WRONG'}"
             for r in last))
@@ -216,11 +220,12 @@ class Bench:
         setups: Dict[str, Any] = {}
         for n in self.args.scales:
             setups[str(n)] = self.build(n)
-            for fraction in self.args.fractions:
-                for rep in range(1, self.args.reps + 1):
-                    self.one_round(n, fraction, rep)
-                    # Partial results after every round: a long run stopped early still reports.
-                    self.save(self.result(started, setups))
+            for distribution in self.args.distributions:
+                for fraction in self.args.fractions:
+                    for rep in range(1, self.args.reps + 1):
+                        self.one_round(n, distribution, fraction, rep)
+                        # Partial results after every round: a run stopped early still reports.
+                        self.save(self.result(started, setups))
         return self.result(started, setups)
 
     def result(self, started: float, setups: Dict[str, Any]) -> Dict[str, Any]:
@@ -273,7 +278,7 @@ def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str,
                                          "dbt-spark-batch-refresh")},
         "driver_memory": args.driver_memory,
         "scales": args.scales, "fractions": args.fractions, "shapes": args.shapes,
-        "reps": args.reps,
+        "distributions": args.distributions, "reps": args.reps,
     }
 
 
@@ -282,6 +287,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--scales", default="1000000", help="fact rows, comma-separated")
     p.add_argument("--fractions", default="0.0001,0.001,0.01,0.1")
     p.add_argument("--shapes", default=",".join(models.SHAPES))
+    p.add_argument("--distributions", default="uniform",
+                   help="which keys a change batch touches, comma-separated:\n"
+                        "uniform (updates/deletes over the whole id range, the worst case),\n"
+                        "recent (updates/deletes in the newest 1%% of the ids),\n"
+                        "append (inserts only)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--driver-memory", default="8g")
     p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
@@ -296,6 +306,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     unknown = set(args.shapes) - set(models.SHAPES)
     if unknown:
         p.error(f"unknown shapes {sorted(unknown)}; choose from {list(models.SHAPES)}")
+    args.distributions = list(dict.fromkeys(d for d in args.distributions.split(",") if d))
+    unknown = set(args.distributions) - set(data.DISTRIBUTIONS)
+    if unknown or not args.distributions:
+        p.error(f"unknown distributions {sorted(unknown)}; choose from {list(data.DISTRIBUTIONS)}")
     return args
 
 
