@@ -10,6 +10,7 @@
       {% do raw.update({name: node.config.get(name)}) %}
     {% endfor %}
     {{ print(adapter.batch_refresh_explain(node.name, node.unique_id, sql, raw,
-                                           spark_batch_refresh__state_schema())) }}
+                                           spark_batch_refresh__state_schema(),
+                                           node.schema ~ '.' ~ node.alias)) }}
   {% endif %}
 {% endmacro %}

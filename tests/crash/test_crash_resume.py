@@ -19,20 +19,23 @@ import pytest
 from tests.spark_confs import TEST_SPARK_CONFS
 
 DRIVER = Path(__file__).with_name("driver.py")
-# One kill per distinct state a dead run can leave: lease taken with nothing durable
-# (`during_staging` leaves the same, staging is in the session cache), staging persisted,
-# all merged but not recorded. Some chunks merged (`after_chunk:1`) is killed and resumed by
-# tests/thrift (a real kill through the Thrift Server) and errored and resumed by
-# tests/functional/test_resume.py; `after_chunk:2` behaves as `after_chunk:1`, and
-# `after_cleanup` comes after the commit that ends a refresh. All stay valid
-# BATCH_REFRESH_FAIL_AT values, left out here for CI time (each kill costs a JVM start and a
-# resumed multi-chunk refresh, about three minutes on 2 cores).
-FAIL_POINTS = ["after_lease", "after_staging", "before_cleanup"]
+# One kill per distinct state a dead run can leave. `single` refreshes in one commit: killed
+# before it (nothing written), after it (the target's log has the refresh, the state table
+# does not), and before the invocation's state write (both models committed, no state or
+# history row). `chunked` spans four commits: killed after the first (lease held, staging
+# persisted, the log shows chunk 1 of 4). Killed while staging or after the lease leaves what
+# `before_commit` leaves; `after_state_write` what a finished run leaves; a chunk failing with
+# an error is tests/functional/test_resume.py, a real kill through a Thrift Server tests/thrift.
+FAIL_POINTS = ["before_commit", "after_commit", "before_state_write", "after_chunk:1"]
 
 PROJECT = {
     "dbt_project.yml": "name: crash\nversion: '1.0'\nconfig-version: 2\nprofile: crash\n",
     "models/chunked.sql": (
         "{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=8) }}\n"
+        "select id, grp, v * 2 as v2 from {{ target.schema }}.src where v >= 0\n"
+    ),
+    "models/single.sql": (
+        "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
         "select id, grp, v * 2 as v2 from {{ target.schema }}.src where v >= 0\n"
     ),
     "macros/steps.sql": """
@@ -43,30 +46,32 @@ PROJECT = {
 {% endmacro %}
 
 {% macro change() %}
-  {#- Touches ~30 keys: updates, a delete, rows leaving/entering the filter, inserts. -#}
+  {#- Touches ~30 keys in one commit: updates, a delete, rows leaving/entering the filter, inserts. -#}
   {% set src = target.schema ~ ".src" %}
   {% set n = run_query("select coalesce(max(id), 0) + 1 as n from " ~ src).columns[0].values()[0] %}
-  {% do run_query("update " ~ src ~ " set v = v + 1 where id % 3 = 0 and v >= 0") %}
-  {% do run_query("update " ~ src ~ " set v = -1 where id % 11 = 1") %}
-  {% do run_query("delete from " ~ src ~ " where id % 13 = 2") %}
-  {% do run_query("insert into " ~ src ~ " select cast(id + " ~ n ~ " as int), cast(id % 5 as int), cast(id as int) from range(6)") %}
+  {% do run_query("merge into " ~ src ~ " t using (select id, grp, case when id % 11 = 1 then -1 else v + 1 end as v, id % 13 = 2 as del from " ~ src ~ " where (id % 3 = 0 and v >= 0) or id % 11 = 1 or id % 13 = 2 union all select cast(id + " ~ n ~ " as int), cast(id % 5 as int), cast(id as int), false from range(6)) s on t.id = s.id when matched and s.del then delete when matched then update set v = s.v when not matched then insert (id, grp, v) values (s.id, s.grp, s.v)") %}
 {% endmacro %}
 
 {% macro check() %}
-  {% set st = run_query("select consumed, phase from " ~ target.schema ~ "_batch_refresh.batch_refresh_state where model_id = 'model.crash.chunked'") %}
-  {% set consumed = fromjson(st.columns[0].values()[0]) %}
-  {% set v = consumed[target.schema ~ '.src']['version'] %}
-  {% set expected = "select id, grp, v * 2 as v2 from " ~ target.schema ~ ".src version as of " ~ v ~ " where v >= 0" %}
-  {% set tgt = target.schema ~ ".chunked" %}
-  {% set missing = run_query("select count(*) from ((" ~ expected ~ ") except all (select * from " ~ tgt ~ "))").columns[0].values()[0] %}
-  {% set extra = run_query("select count(*) from ((select * from " ~ tgt ~ ") except all (" ~ expected ~ "))").columns[0].values()[0] %}
-  {% set hist = run_query("describe history " ~ tgt) %}
-  {% set commits = [] %}
-  {% for meta in hist.columns['userMetadata'].values() %}
-    {% if meta %}{% do commits.append(fromjson(meta)) %}{% endif %}
+  {#- The target's own log is the record: its newest complete refresh says what was consumed. -#}
+  {% set out = {} %}
+  {% for model in ["chunked", "single"] %}
+    {% set tgt = target.schema ~ "." ~ model %}
+    {% set commits = [] %}
+    {% for meta in run_query("describe history " ~ tgt).columns['userMetadata'].values() %}
+      {% if meta %}{% do commits.append(fromjson(meta)) %}{% endif %}
+    {% endfor %}
+    {% set done = [] %}
+    {% for c in commits if c['chunk'] == c['chunks'] %}{% do done.append(c) %}{% endfor %}
+    {% set v = done[0]['to'][target.schema ~ '.src']['version'] %}
+    {% set expected = "select id, grp, v * 2 as v2 from " ~ target.schema ~ ".src version as of " ~ v ~ " where v >= 0" %}
+    {% set missing = run_query("select count(*) from ((" ~ expected ~ ") except all (select * from " ~ tgt ~ "))").columns[0].values()[0] %}
+    {% set extra = run_query("select count(*) from ((select * from " ~ tgt ~ ") except all (" ~ expected ~ "))").columns[0].values()[0] %}
+    {% set st = run_query("select consumed, phase from " ~ target.schema ~ "_batch_refresh.batch_refresh_state where model_id = 'model.crash." ~ model ~ "'") %}
+    {% set hist = run_query("select versions_to from " ~ target.schema ~ "_batch_refresh.batch_refresh_history where model_id = 'model.crash." ~ model ~ "' order by finished_at").columns[0].values() %}
+    {% do out.update({model: {"version": v, "phase": st.columns[1].values()[0], "state_version": fromjson(st.columns[0].values()[0])[target.schema ~ '.src']['version'], "missing": missing | int, "extra": extra | int, "commits": commits, "history_to": hist | list}}) %}
   {% endfor %}
-  {% set actions = run_query("select action from " ~ target.schema ~ "_batch_refresh.batch_refresh_history where model_id = 'model.crash.chunked' order by finished_at").columns[0].values() %}
-  {{ print("DRIVER " ~ tojson({"step": "check", "version": v, "phase": st.columns[1].values()[0], "missing": missing | int, "extra": extra | int, "commits": commits, "actions": actions | list})) }}
+  {{ print("DRIVER " ~ tojson({"step": "check", "models": out})) }}
 {% endmacro %}
 """,
 }
@@ -102,43 +107,46 @@ def drive(root: Path, *steps: str, now: datetime | None = None, expect_crash: bo
 
 
 def assert_clean(check: Dict[str, Any]) -> None:
-    assert check["phase"] == "idle"
-    assert (check["missing"], check["extra"]) == (0, 0), check
-    seen: Dict[tuple, int] = {}
-    for meta in check["commits"]:
-        key = (meta["batch_refresh_plan"], meta["chunk"])
-        seen[key] = seen.get(key, 0) + 1
-    assert all(n == 1 for n in seen.values()), f"a chunk committed twice: {seen}"
-    plans: Dict[str, set] = {}
-    for meta in check["commits"]:
-        plans.setdefault(meta["batch_refresh_plan"], set()).add(meta["chunk"])
-    for meta in check["commits"]:
-        assert plans[meta["batch_refresh_plan"]] == set(range(1, meta["chunks"] + 1)), plans
+    """After a normal run: each target equals the model at the versions its log records, the
+    state row says the same, each (plan, chunk) committed once, and the refreshes chain their
+    version ranges (nothing consumed twice, nothing skipped)."""
+    for model, found in check["models"].items():
+        assert found["phase"] == "idle", (model, found["phase"])
+        assert (found["missing"], found["extra"]) == (0, 0), (model, found)
+        assert found["state_version"] == found["version"], (model, "state row not reconciled")
+        commits = list(reversed(found["commits"]))  # oldest first
+        seen: Dict[tuple, int] = {}
+        for meta in commits:
+            key = (meta["batch_refresh_plan"], meta["chunk"])
+            seen[key] = seen.get(key, 0) + 1
+        assert all(n == 1 for n in seen.values()), f"{model}: a chunk committed twice: {seen}"
+        done = [m for m in commits if m["chunk"] == m["chunks"]]
+        for prev, cur in zip(done, done[1:]):
+            assert cur["from"] == prev["to"], (model, prev, cur)
+        # one history row per refresh, the one lost to a kill offered again by the next run
+        # (rows recorded from the log carry the commit's time, the others the test's clock)
+        to_versions = sorted(json.dumps(json.loads(h), sort_keys=True) for h in found["history_to"])
+        expected = sorted(json.dumps({k: v["version"] for k, v in m["to"].items()}, sort_keys=True)
+                          for m in done)
+        assert to_versions == expected, model
 
 
 @pytest.mark.slow
 def test_every_fail_point_resumes(tmp_path: Path) -> None:
     write_project(tmp_path, "crash_schema")
     clock = datetime(2999, 1, 1)
-    # backfill, then a change whose replay spans several chunks, killed at the first point
-    drive(tmp_path, "setup", "run", "change", f"crash:{FAIL_POINTS[0]}", now=clock, expect_crash=True)
+    # backfill, then a change whose replay is killed at the first point
+    drive(tmp_path, "setup", "run", "change", f"crash:{FAIL_POINTS[0]}", now=clock,
+          expect_crash=True)
     for i, point in enumerate(FAIL_POINTS):
         clock += timedelta(days=1)  # every lease taken so far has expired (lease_timeout 1h)
         nxt = FAIL_POINTS[i + 1] if i + 1 < len(FAIL_POINTS) else None
-        # change upstream again, then the run that resumes the killed refresh; the newer
-        # change is replayed by the next cycle's run (and by a final normal run)
-        steps = ["change", "run", "check"] if nxt else ["change", "run", "run", "check"]
-        if point == "after_staging":
-            # while the dead run's lease is live, a run fails fast and changes nothing
-            live = drive(tmp_path, "check", "run_expect_fail", "check",
-                         now=clock - timedelta(days=1, minutes=-1))
-            before, failed, after = live
-            assert failed["success"] is False
-            assert "holds the lease" in " ".join(failed["messages"])
-            assert before == after, "a run that lost the lease changed something"
-        out = drive(tmp_path, *steps, *(["change", f"crash:{nxt}"] if nxt else []), now=clock,
-                    expect_crash=nxt is not None)
+        # a normal run after the kill finishes or resumes what it left; after one more change
+        # and run (every model refreshes, so every state row is written again) the check
+        steps = ["run", "change", "run", "check"] + (["change", f"crash:{nxt}"] if nxt else [])
+        out = drive(tmp_path, *steps, now=clock, expect_crash=nxt is not None)
         runs = [o for o in out if o.get("step") == "run"]
-        check = next(o for o in out if o.get("step") == "check")
-        assert all(r["success"] and r["actions"] == ["replay"] for r in runs), (point, out)
-        assert_clean(check)
+        checks = [o for o in out if o.get("step") == "check"]
+        assert all(r["success"] for r in runs), (point, out)
+        for check in checks:
+            assert_clean(check)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.tests.util import run_dbt_and_capture
+
 from tests.functional.helpers import (
     actions,
     assert_contract,
@@ -87,6 +89,15 @@ class TestBackfillThenReplay:
         assert versions == {m: table_version(project, f"{schema}.{m}") for m in ALL}
         assert all(len(history(project, m)) == 1 for m in ALL)
 
+        # the state table is a cache of the targets' logs: a row deleted by hand is shown from
+        # the log by status, and written again by the model's next refresh (step 3)
+        project.run_sql(f"delete from {schema}_batch_refresh.batch_refresh_state "
+                        f"where model_id = 'model.test.orders_rw'")
+        _, report = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_status", "--args", "{model: orders_rw, history: 0}"])
+        (line,) = [x for x in report.splitlines() if x.strip().startswith("orders_rw")]
+        assert "idle" in line and "(backfill)" in line and "never" not in line, line
+
         # 3. inserts only: row-wise replay, keyless append, chained replay, aggregate replay
         project.run_sql(f"insert into {src} values (7, 'd', 70, 'ok'), (8, 'a', 80, 'hidden')")
         run_ok(["run"])
@@ -97,6 +108,9 @@ class TestBackfillThenReplay:
         for model in ALL:
             assert_contract(project, model)
         assert history(project, "orders_keyless")[-1]["rows_inserted"] == 2
+        assert state(project, "orders_rw")["last_action"] == "replay"  # the deleted row is back
+        # one Delta commit per refresh: the target's own, carrying the refresh in its log
+        assert table_version(project, f"{schema}.orders_rw") == versions["orders_rw"] + 1
 
         # 4. updates, deletes, a key change, rows leaving and entering the filter
         project.run_sql(f"update {src} set amount = amount + 1 where id = 1")

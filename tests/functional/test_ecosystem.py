@@ -267,17 +267,23 @@ class TestExampleProjectEcosystem:
     # ------------------------------------------------------------------ dbt retry
     def retry_resumes(self, project, schema, monkeypatch):
         project.run_sql(f"update {schema}.orders set amount = amount + 1 where order_id = 7")
-        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "before_cleanup")
+        target = f"{schema}.orders_enriched"
+        before = table_version(project, target)
+        # a Spark-like error just before the one target commit of a single-chunk refresh
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "before_commit")
         monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
         output = run_fails(["run", "--select", "orders_enriched"])
-        assert "next `dbt run` resumes it" in output and "Traceback" not in output
-        assert state(project, "orders_enriched")["phase"] != "idle"  # interrupted, resumable
+        assert "next `dbt run` starts the refresh again" in output and "Traceback" not in output
+        assert table_version(project, target) == before  # nothing was written
+        row = state(project, "orders_enriched")
+        assert row["phase"] == "idle" and "injected fault" in row["last_outcome"]
         monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
 
         results = run_ok(["retry"])
         assert [r.node.name for r in results] == ["orders_enriched"]
         response = results[0].adapter_response
-        assert response["action"] == "replay" and response["resumed"] is True
+        assert response["action"] == "replay" and response["resumed"] is False
+        assert table_version(project, target) == before + 1  # one commit for the refresh
         assert state(project, "orders_enriched")["phase"] == "idle"
         assert actions(project, "orders_enriched") == ["backfill", "replay", "replay"]
         assert_contract(project, "orders_enriched")

@@ -15,9 +15,12 @@ scratch at the upstream versions recorded as consumed.
 
 Concurrency, without sleeps: a refresh is parked at a fail point on a named pipe
 (BATCH_REFRESH_PAUSE_AT / BATCH_REFRESH_PAUSE_FIFO) while a second `dbt run` of the same model
-runs to completion and must get the lease error; then unsynchronised simultaneous launches
-where at most one refreshes. Each race follows an upstream change, so the model's history must
-show exactly one replay per race, the version ranges chaining without gap or overlap.
+commits the same refresh; released, the parked run writes nothing and reports that the model
+was refreshed concurrently (a single-chunk run parked before its one commit, and a multi-chunk
+run parked with its lease and persisted staging before its first chunk). Then unsynchronised
+simultaneous launches where exactly one refreshes. Each race follows an upstream change, so the
+model's history must show exactly one replay per race, the version ranges chaining without gap
+or overlap.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ from tests.functional.helpers import (
 )
 
 DBT = str(Path(sys.executable).with_name("dbt"))
-# Pause points for the held trials: lease taken / staging written / first chunk merged.
-HELD_POINTS = ["after_lease", "after_chunk:1"]
+# Held trials: (pause point, vars of the parked run). A single-chunk refresh parked before its
+# one commit; a multi-chunk one (2 rows per chunk) parked with the lease and its staging.
+HELD_POINTS = [("before_commit", "{}"), ("after_staging", "{race_chunk_rows: 2}")]
 FREE_RACES = 2
 SUBPROCESS_TIMEOUT_S = 300
 
@@ -72,7 +76,8 @@ from {{ ref('rows_m') }}
 group by cust
 """
 RACE_M = """
-{{ config(materialized='batch_refresh', unique_key='id') }}
+{{ config(materialized='batch_refresh', unique_key='id',
+          merge_chunk_rows=var('race_chunk_rows', 100000)) }}
 select id, cust, amount
 from {{ source('raw', 'orders') }}
 where amount > 0
@@ -251,24 +256,27 @@ class TestThriftServer:
         assert "biggest" in cols
         _contract(project, "agg_m")
 
-    def test_held_lease_refuses_second_run(self, project, work):
+    def test_parked_run_loses_to_a_concurrent_commit(self, project, work):
         outcomes = []
-        for trial, point in enumerate(HELD_POINTS):
+        for trial, (point, run_vars) in enumerate(HELD_POINTS):
             _change_orders(project, 10 + trial)
             fifo = work / f"pause-{trial}"
             os.mkfifo(fifo)
-            holder = _Subprocess(project, work, f"held-a{trial}", ["run", "--select", "race_m"],
+            holder = _Subprocess(project, work, f"held-a{trial}",
+                                 ["run", "--select", "race_m", "--vars", run_vars],
                                  env={"BATCH_REFRESH_PAUSE_AT": point, "BATCH_REFRESH_PAUSE_FIFO": str(fifo)})
             pipe: Optional[int] = None
             try:
                 pipe = _wait_parked(fifo, holder.proc)
-                before = state(project, "race_m")
-                assert before["phase"] != "idle", before
+                version = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
                 other = _Subprocess(project, work, f"held-b{trial}", ["run", "--select", "race_m"])
                 other.wait()
                 b = other.outcome()
-                assert b["status"] == "error" and "holds the lease" in b["message"], b
-                assert state(project, "race_m") == before, "the run that lost the lease changed the state"
+                if point == "after_staging":
+                    # the parked run holds the lease, but a single-chunk run never reads it
+                    assert state(project, "race_m")["phase"] == "merging"
+                assert (b["status"], b["action"]) == ("success", "replay"), b
+                _contract(project, "race_m", other.compiled("race_m"))
             except BaseException:
                 holder.proc.kill()
                 raise
@@ -278,9 +286,13 @@ class TestThriftServer:
                     os.close(pipe)
             assert holder.wait() == 0, holder.output[-4000:]
             a = holder.outcome()
-            assert (a["status"], a["action"]) == ("success", "replay"), a
+            assert (a["status"], a["action"]) == ("success", "skip"), a
+            assert "refreshed concurrently" in a["message"], a
+            after = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
+            assert after == version + 1, "the parked run wrote to the target"
+            assert state(project, "race_m")["phase"] == "idle"
             _contract(project, "race_m", holder.compiled("race_m"))
-            outcomes.append((point, a["action"], "lease error"))
+            outcomes.append((point, "skip: refreshed concurrently"))
         print(f"\nheld trials ({len(outcomes)}): {outcomes}")
         assert len(outcomes) == len(HELD_POINTS)
 
@@ -297,11 +309,12 @@ class TestThriftServer:
             others = [g for g in got if g not in refreshed]
             assert len(refreshed) == 1, got
             (other,) = others
-            lost = other["status"] == "error" and "holds the lease" in other["message"]
+            lost = other["status"] == "success" and other["action"] == "skip" \
+                and "refreshed concurrently" in other["message"]
             noop = other["status"] == "success" and other["action"] == "noop"
             assert lost or noop, other
             _contract(project, "race_m", pair[0].compiled("race_m"))
-            outcomes.append("lease error" if lost else "noop")
+            outcomes.append("refreshed concurrently" if lost else "noop")
         print(f"\nfree races ({FREE_RACES}): one replay each; the other run: {outcomes}")
 
         # Nothing lost or applied twice over the whole sequence: successful refreshes of race_m

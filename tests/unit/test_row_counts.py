@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from dbt.adapters.spark_batch_refresh.executor import RefreshResult, _count_committed, _count_merge
+from dbt.adapters.spark_batch_refresh.apply import count_committed, merge_counts
+from dbt.adapters.spark_batch_refresh.run_result import RefreshResult
+
+
+def _add(result: RefreshResult, counts: dict) -> None:
+    for name, value in counts.items():
+        setattr(result, name, getattr(result, name) + value)
 
 
 def test_chunks_add_up_and_committed_chunks_count():
     result = RefreshResult(action="replay", reason="", mode="incremental")
     # chunk 1 was committed by the interrupted run: its counts come from the target history
-    _count_committed({"numTargetRowsInserted": "3", "numTargetRowsUpdated": "1",
-                      "numTargetRowsDeleted": "0"}, result)
+    count_committed({"numTargetRowsInserted": "3", "numTargetRowsUpdated": "1",
+                     "numTargetRowsDeleted": "0"}, result)
     # chunks 2 and 3 are merged by the resumed run
-    _count_merge([{"num_inserted_rows": 2, "num_updated_rows": 0, "num_deleted_rows": 4}], result)
-    _count_merge([{"num_inserted_rows": 1, "num_updated_rows": 5, "num_deleted_rows": 0}], result)
+    _add(result, merge_counts([{"num_inserted_rows": 2, "num_updated_rows": 0, "num_deleted_rows": 4}]))
+    _add(result, merge_counts([{"num_inserted_rows": 1, "num_updated_rows": 5, "num_deleted_rows": 0}]))
     assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (6, 6, 4)
 
 
 def test_backfill_commit_and_unreadable_metrics():
     result = RefreshResult(action="backfill", reason="", mode="full")
-    _count_committed({"numOutputRows": "29"}, result)
-    _count_committed("{numOutputRows -> 29}", result)  # rendered as text: left alone
-    _count_committed(None, result)
+    count_committed({"numOutputRows": "29"}, result)
+    count_committed("{numOutputRows -> 29}", result)  # rendered as text: left alone
+    count_committed(None, result)
     assert result.rows_inserted == 29

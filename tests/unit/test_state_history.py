@@ -1,56 +1,57 @@
-"""The history row is an idempotent append: Delta skips a repeated (app id, version)."""
+"""The invocation's state and history write: one MERGE and one INSERT, whatever the model count."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import List
 
+from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
+from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row, state_values
 from dbt.adapters.spark_batch_refresh.state import StateStore
 
-
-def test_history_row_is_an_idempotent_insert_with_confs_reset():
-    log: List[str] = []
-    StateStore("s", lambda sql: [], log.append).record({"run_id": "plan1", "model_id": "model.p.m"})
-    assert log[0] == "SET spark.databricks.delta.write.txnAppId=batch_refresh_history:model.p.m:plan1"
-    assert log[1] == "SET spark.databricks.delta.write.txnVersion=1"
-    assert log[2].startswith("INSERT INTO s.batch_refresh_history (run_id, model_id, ")
-    assert log[3:] == ["RESET spark.databricks.delta.write.txnAppId",
-                       "RESET spark.databricks.delta.write.txnVersion"]
+T = datetime(2030, 1, 1, 12, 0, 0)
 
 
-def test_confs_are_reset_when_the_insert_fails():
-    log: List[str] = []
-
-    def run(sql: str) -> None:
-        log.append(sql)
-        if sql.startswith("INSERT"):
-            raise RuntimeError("boom")
-
-    try:
-        StateStore("s", lambda sql: [], run).record({"run_id": "p", "model_id": "m"})
-    except RuntimeError:
-        pass
-    assert [s for s in log if s.startswith("RESET")] == [
-        "RESET spark.databricks.delta.write.txnAppId", "RESET spark.databricks.delta.write.txnVersion"]
+def _commit(model: str, refresh: int = 2) -> RefreshCommit:
+    return RefreshCommit(
+        model_id=model, refresh=refresh, plan_id=f"p{refresh}", run_id=f"p{refresh}",
+        action="replay", mode="incremental", reason="upstream moved", fingerprint="f",
+        columns="c", pinned={"s.t": UpstreamPoint(5, T)}, consumed={"s.t": UpstreamPoint(3, T)},
+        version=7, timestamp=T, metrics={"numTargetRowsInserted": "2", "numTargetRowsUpdated": "1"})
 
 
-def _row(model_id: str) -> dict:
-    return {"model_id": model_id, "phase": "idle", "fingerprint": "f", "consumed": None,
-            "plan": None, "run_id": "r", "lease_holder": None, "lease_since": None,
-            "lease_until": None, "last_refresh_at": None}
+def test_one_state_commit_and_one_history_commit_for_many_models():
+    ran: List[str] = []
+    StateStore._ensured.add("s")  # the DDL is tested on Spark; here only the writes
+    for model in ("model.p.a", "model.p.b", "model.p.c"):
+        commit = _commit(model)
+        Recorder.add(Outcome("s", model, f"x.{model}", T, commit=commit,
+                             history=history_row(commit, None, T, T),
+                             previous=history_row(_commit(model, 1), None, T, T)))
+    Recorder.add(Outcome("s", "model.p.d", "x.d", T, error="boom"))
+    Recorder.flush(lambda sql: [], ran.append)
+    assert [s.split()[0] for s in ran] == ["MERGE", "INSERT"]
+    merge, insert = ran
+    assert merge.count("UNION ALL") == 3  # four models, one statement
+    assert "WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome" in merge
+    assert "s.refresh >= t.refresh" in merge  # an older refresh never overwrites a newer one
+    # history: the new and the previous refresh of each model, each written only if missing
+    assert insert.count("UNION ALL") == 5
+    assert "WHERE NOT EXISTS (SELECT 1 FROM s.batch_refresh_history h" in insert
+    assert not Recorder.pending()
 
 
-def test_one_state_read_per_invocation():
-    reads: List[str] = []
+def test_state_values_come_from_the_commit():
+    values = state_values(Outcome("s", "m", "x.m", T, commit=_commit("m")))
+    assert values["consumed"] == '{"s.t": {"version": 5, "timestamp": "2030-01-01T12:00:00"}}'
+    assert (values["target_version"], values["refresh"], values["ok"]) == (7, 2, True)
+    failed = state_values(Outcome("s", "m", "x.m", T, error="bad key"))
+    assert failed["ok"] is False and failed["last_outcome"] == "error: bad key"
 
-    def fetch(sql: str) -> list:
-        reads.append(sql)
-        return [_row("model.p.a"), _row("model.p.b")]
 
-    store = StateStore("s", fetch, lambda sql: None)
-    a, fresh_a = store.read_planned("model.p.a", "inv1")
-    b, fresh_b = store.read_planned("model.p.b", "inv1")
-    missing, _ = store.read_planned("model.p.new", "inv1")
-    assert (a.model_id, fresh_a, b.model_id, fresh_b, missing) == ("model.p.a", True, "model.p.b", False, None)
-    assert reads == ["SELECT * FROM s.batch_refresh_state"]
-    _, fresh_next = store.read_planned("model.p.a", "inv2")  # a new dbt invocation reads again
-    assert fresh_next and len(reads) == 2
+def test_history_row_from_a_commit_alone():
+    row = history_row(_commit("m"), None, T, T, "recorded from the target's log")
+    assert (row["rows_inserted"], row["rows_updated"], row["rows_deleted"]) == (2, 1, 0)
+    assert row["versions_from"] == '{"s.t": 3}' and row["versions_to"] == '{"s.t": 5}'
+    assert row["run_id"] == "p2"

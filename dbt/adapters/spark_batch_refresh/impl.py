@@ -25,17 +25,14 @@ from dbt.adapters.spark_batch_refresh.config import parse_config, parse_duration
 from dbt.adapters.spark_batch_refresh import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
-from dbt.adapters.spark_batch_refresh.executor import (
-    RefreshRequest,
-    Refresher,
-    current_time,
-)
-from dbt.adapters.spark_batch_refresh.sqlgen import lit
-from dbt.adapters.spark_batch_refresh.state import HISTORY_TABLE, STATE_TABLE, StateStore
+from dbt.adapters.spark_batch_refresh.executor import Refresher
+from dbt.adapters.spark_batch_refresh.record import Recorder
+from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest, current_time
+from dbt.adapters.spark_batch_refresh.state import (
+    HISTORY_TABLE, STATE_TABLE, StateStore, points_json)
 
 logger = AdapterLogger("SparkBatchRefresh")
 
-WRITES = ("backfill", "replay", "full")
 # Bounds the DESCRIBE HISTORY read that dates the first unconsumed commit of an upstream.
 _STATUS_HISTORY_LIMIT = 1000
 
@@ -141,25 +138,22 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         )
         result = self._refresher().refresh(request)
         data = dict(result.to_dict())
-        data["chunks"] = self._chunks(data, state_schema, model_id)
         data["summary"] = status_report.summary_line(data)
         return BatchRefreshResponse.from_result(data), data
 
-    def _chunks(self, data: Mapping[str, Any], state_schema: str, model_id: str) -> int:
-        """How many target commits the refresh made (0 for skip and no-op).
-
-        The engine records the count in the state row; read it there until its result
-        carries `chunks` itself.
-        """
-        if "chunks" in data:
-            return int(data["chunks"] or 0)
-        if data.get("action") not in WRITES:
-            return 0
-        found = self._fetch_dicts(
-            f"SELECT chunks_total FROM {state_schema}.{STATE_TABLE} "
-            f"WHERE model_id = {lit(model_id)}"
-        )
-        return int(found[0]["chunks_total"] or 1) if found else 1
+    def cleanup_connections(self) -> None:
+        """The end of a dbt invocation: write the refresh-state and history rows of every
+        model it refreshed (one commit each), then close the connections."""
+        if Recorder.pending():
+            try:
+                with self.connection_named("batch_refresh_record"):
+                    Recorder.flush(self._fetch_dicts, self._run_sql)
+            except Exception as exc:  # noqa: BLE001 - the refreshes themselves are committed
+                logger.warning(
+                    f"batch_refresh: could not write the refresh-state and history tables "
+                    f"({exc}). Nothing is lost: each model's next refresh writes its row from "
+                    f"the target's own log.")
+        super().cleanup_connections()
 
     # ------------------------------------------------------------------ docs catalog
     _catalog_stats: Dict[Tuple[str, str], Dict[str, Any]] = {}
@@ -249,8 +243,33 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             states = {k: v for k, v in states.items() if k in wanted}
             if history is not None:
                 history = [h for h in history if str(h.get("model_id")) in wanted]
+        self._reconcile_from_logs(infos, states)
         latest = self._latest_upstreams(states.values())
         return status_report.render(infos, states, history, latest, current_time())
+
+    def _reconcile_from_logs(self, infos: List[status_report.ModelInfo],
+                             states: Dict[str, Any]) -> None:
+        """The state table is a cache of the targets' logs: a row a killed run did not write
+        (or one deleted by hand) is shown as the target's newest refresh commit says."""
+        reader = self._refresher().reader
+        for info in infos:
+            if not info.relation:
+                continue
+            try:
+                last = reader.target_log(_render(info.relation), info.unique_id).last
+            except DbtRuntimeError:
+                continue  # no target yet
+            row = states.get(info.unique_id)
+            if last is None or not last.complete or (
+                    row is not None and row.get("refresh") is not None
+                    and int(row["refresh"]) >= last.refresh):
+                continue
+            states[info.unique_id] = {
+                **(row or {}), "model_id": info.unique_id, "relation": info.relation,
+                "phase": (row or {}).get("phase") or "idle",
+                "consumed": points_json(last.pinned), "fingerprint": last.fingerprint,
+                "target_version": last.version, "last_refresh_at": last.timestamp,
+                "last_action": last.action, "last_outcome": "success", "refresh": last.refresh}
 
     def _read_state_table(self, sql: str) -> List[Dict[str, Any]]:
         """Rows of a state/history query; none if those tables do not exist yet."""
@@ -327,31 +346,40 @@ class SparkBatchRefreshAdapter(SparkAdapter):
 
     @available
     def batch_refresh_explain(self, model: str, model_id: str, sql: str,
-                              raw_config: Mapping[str, Any], state_schema: str) -> str:
+                              raw_config: Mapping[str, Any], state_schema: str,
+                              relation: str = "") -> str:
         """How `model` will refresh and why; reads metadata only, writes nothing."""
         config = parse_config(model, dict(raw_config))
         analysis = analyze(sql, config.unique_key)
         refresher = self._refresher()
         consumed: Dict[str, int] = {}
         phase: Optional[str] = None
-        try:
-            row = StateStore(state_schema, self._fetch_dicts, self._run_sql).read(model_id)
-        except DbtRuntimeError:
-            row = None  # no state table yet: never refreshed
-        if row is not None and row.fingerprint:
-            consumed = {u: p.version for u, p in row.consumed.items()}
-            phase = row.phase
+        target = _render(relation) if relation else None
+        last = None
+        if target is not None:
+            try:
+                last = refresher.reader.target_log(target, model_id).last
+            except DbtRuntimeError:
+                last = None  # no target yet: never refreshed
+        if last is not None:
+            consumed = {u: p.version for u, p in last.pinned.items()}
+            phase = "idle" if last.complete else f"merging {last.chunk}/{last.chunks} (resumable)"
         upstreams = []
         for name in analysis.upstreams:
             try:
-                latest = refresher.latest_point(name)
+                latest = refresher.reader.latest_point(name)
             except MissingUpstream:
                 latest = None  # explain says "not a Delta table / missing" rather than failing
             feed = None
             if latest is not None:
-                feed = explain.props_change_feed(refresher.details([name])[name][1])
+                feed = explain.props_change_feed(refresher.reader.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
         return explain.render(model, config, analysis, upstreams, phase)
+
+def _render(relation: str) -> str:
+    """`schema.name` as a quoted relation."""
+    return ".".join(f"`{part}`" for part in relation.replace("`", "").split("."))
+
 
 def _history_limit(value: Any) -> int:
     """`--args '{history: n}'`: a clear error instead of a traceback for a bad value."""

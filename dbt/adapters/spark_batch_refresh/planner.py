@@ -131,19 +131,15 @@ def plan_run(
     if not target_exists:
         return backfill("target table is missing")
     if state.fingerprint != fingerprint:
-        if config.on_model_change == "fail":
-            raise model_change_error(
-                model, "the model changed since its last build (SQL or unique_key)")
-        return backfill("model changed since the last build")
+        return rebuild_or_fail(model, config, backfill(""),
+                               changed="the model changed since its last build (SQL or unique_key)")
     for upstream, point in pinned.items():
         seen = state.consumed.get(upstream)
         if seen is None:
             return backfill(f"new upstream {upstream}")
         if point.version < seen.version:
-            gap = Gap("went_back", upstream, seen.version, point.version)
-            if config.on_change_feed_gap == "fail":
-                raise gap_error(model, gap)
-            return backfill(f"change feed gap: {gap.describe()}")
+            return rebuild_or_fail(model, config, backfill(""),
+                                   gap=Gap("went_back", upstream, seen.version, point.version))
 
     consumed = {u: state.consumed[u] for u in pinned}
     moved = {u: p for u, p in pinned.items() if p.version > consumed[u].version}
@@ -181,6 +177,23 @@ def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: dateti
 def _skip_reason(config: BatchRefreshConfig, due: datetime) -> str:
     interval = format_duration(config.refresh_interval_s or 0)
     return f"gate closed (refresh_interval {interval}); next due {due.isoformat(sep=' ', timespec='seconds')}"
+
+
+def rebuild_or_fail(model: str, config: BatchRefreshConfig, plan: Plan, *,
+                    gap: Optional[Gap] = None, changed: Optional[str] = None) -> Plan:
+    """The one home of on_change_feed_gap and on_model_change: the plan turned into a backfill
+    at its pinned versions, or the error that leaves the target as it is."""
+    if gap is not None:
+        if config.on_change_feed_gap == "fail":
+            raise gap_error(model, gap)
+        reason = f"change feed gap: {gap.describe()}"
+    else:
+        what = changed or "the model changed"
+        if config.on_model_change == "fail":
+            raise model_change_error(model, what)
+        reason = ("model changed since the last build" if what.startswith("the model changed since")
+                  else f"{what}; rebuilding")
+    return Plan(BACKFILL, reason, "full", pinned=plan.pinned, fallback_reason=plan.fallback_reason)
 
 
 def gap_error(model: str, gap: Gap) -> BatchRefreshUserError:

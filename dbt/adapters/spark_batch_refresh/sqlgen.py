@@ -109,15 +109,39 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
     )
 
 
-def key_quality(staging: str, unique_key: Sequence[str]) -> str:
+def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False) -> str:
+    """Row, distinct-key, NULL-key and tombstone counts of staging in one scan; with
+    `key_range`, also the min and max of its (single) key column as text."""
     aliases = key_aliases(unique_key)
     null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
+    bounds = (f", CAST(min({aliases[0]}) AS STRING) AS key_min, "
+              f"CAST(max({aliases[0]}) AS STRING) AS key_max" if key_range else "")
     return (
         f"SELECT count(*) AS staged, count(DISTINCT {', '.join(aliases)}) AS distinct_keys, "
         f"coalesce(sum(CASE WHEN {null_test} THEN 1 ELSE 0 END), 0) AS null_keys, "
-        f"coalesce(sum(CASE WHEN {PRESENT} IS NULL THEN 1 ELSE 0 END), 0) AS tombstones "
-        f"FROM {staging}"
+        f"coalesce(sum(CASE WHEN {PRESENT} IS NULL THEN 1 ELSE 0 END), 0) AS tombstones"
+        f"{bounds} FROM {staging}"
     )
+
+
+def typed_lit(text: str, sql_type: str) -> str:
+    """A literal of `sql_type` from its text form (key bounds read back from Spark)."""
+    if sql_type == "date":
+        return f"DATE {lit(text)}"
+    if sql_type == "string":
+        return lit(text)
+    return str(int(text))
+
+
+def staging_columns(model_columns: Sequence[tuple[str, str]], unique_key: Sequence[str],
+                    from_changes: bool) -> List[tuple[str, str]]:
+    """The columns staging SQL produces (see staging_full/_affected/_from_changes)."""
+    types = {c.lower(): t for c, t in model_columns}
+    cols = list(model_columns) + [(PRESENT, "boolean")]
+    if from_changes:
+        cols.append((HAD_OLD, "boolean"))
+    return cols + [(a, types.get(k.lower(), "string")) for k, a in
+                   zip(unique_key, key_aliases(unique_key))]
 
 
 def duplicate_examples(staging: str, unique_key: Sequence[str], limit: int = 5) -> str:
@@ -143,6 +167,7 @@ def merge_staging(
     chunk: Optional[tuple[int, int]] = None,
     guard_new_keys: bool = False,
     unordered: Iterable[str] = (),
+    key_range: Optional[tuple[str, str]] = None,
 ) -> str:
     """Apply staging: delete tombstones, update only rows whose values changed, insert new.
 
@@ -153,9 +178,13 @@ def merge_staging(
     the model would then hold two rows for that key, which staging alone cannot see.
     `unordered` columns (maps, variants) have no `<=>`: they are compared as JSON text, which
     can only over-report a change (an equal map written in another order is rewritten).
+    `key_range` (literal min and max of a single staged key) is added to the ON clause as a
+    target-only predicate: Delta prunes target files by it, never by the source's keys.
     """
     aliases = key_aliases(unique_key)
     on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
+    if key_range is not None and not delete_missing and len(unique_key) == 1:
+        on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
     non_key = [c for c in columns if c not in unique_key]
     as_json = set(unordered)
     changed = " OR ".join(

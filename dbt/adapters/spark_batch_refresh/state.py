@@ -46,9 +46,9 @@ Run = Callable[[str], None]
 _STATE_COLUMNS = """
   model_id STRING, relation STRING, phase STRING, fingerprint STRING, consumed STRING,
   plan STRING, run_id STRING, lease_holder STRING, lease_since TIMESTAMP,
-  lease_until TIMESTAMP, generation STRING, chunks_total INT, chunks_done INT,
+  lease_until TIMESTAMP, chunks_total INT, chunks_done INT,
   staged_rows BIGINT, target_version BIGINT, last_refresh_at TIMESTAMP, last_action STRING, last_outcome STRING,
-  updated_at TIMESTAMP, target_committed_at TIMESTAMP"""
+  updated_at TIMESTAMP, target_committed_at TIMESTAMP, refresh BIGINT"""
 _HISTORY_COLUMNS = """
   run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
   reason STRING, versions_from STRING, versions_to STRING, rows_inserted BIGINT,
@@ -153,29 +153,6 @@ class StateStore:
             if missing:
                 self._run(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
 
-    # Per process: the state table as first read in the current dbt invocation (schema,
-    # invocation id) -> rows by model id. Reading a Delta table that other models committed to
-    # since the last read costs a snapshot update (~1 s); one read per invocation instead of
-    # one per model is what keeps a skip or a no-op near dbt's own overhead.
-    _snapshots: Dict[tuple[str, str], Dict[str, Dict[str, Any]]] = {}
-    _snapshot_lock = threading.Lock()
-
-    def read_planned(self, model_id: str, invocation: str) -> tuple[Optional[StateRow], bool]:
-        """(row, fresh): the model's row in this invocation's snapshot of the state table;
-        `fresh` when the snapshot was taken by this call. A row from an older snapshot can only
-        be stale through another, concurrent dbt invocation: good enough to decide a skip or a
-        no-op, not to write (the caller reads the row again with `read`)."""
-        key = (self.schema, invocation)
-        with StateStore._snapshot_lock:
-            snapshot = StateStore._snapshots.get(key)
-            fresh = snapshot is None
-            if snapshot is None:
-                snapshot = {r["model_id"]: r for r in self._fetch(f"SELECT * FROM {self.state}")}
-                StateStore._snapshots.clear()  # only the current invocation's is ever used
-                StateStore._snapshots[key] = snapshot
-        found = snapshot.get(model_id)
-        return (_state_row(found) if found else None), fresh
-
     def read(self, model_id: str) -> Optional[StateRow]:
         rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
         return _state_row(rows[0]) if rows else None
@@ -191,13 +168,16 @@ class StateStore:
         now: datetime,
         until: datetime,
         plan: Mapping[str, Any],
-        keep_phase: bool = False,
+        chunks: int = 0,
+        staged_rows: int = 0,
+        keep_progress: bool = False,
     ) -> bool:
         """Compare-and-set on the state row: True if this run now holds the lease.
 
-        The row must still be what this run read (same run id and phase), so of two runs
-        that read the same row only one wins; Delta's conflict detection makes the loser's
-        MERGE either fail or match nothing.
+        Only a multi-chunk refresh takes it, once its staging is known, so the row goes
+        straight to `merging`. The row must still be what this run read (same run id and
+        phase), so of two runs that read the same row only one wins; Delta's conflict
+        detection makes the loser's MERGE either fail or match nothing.
         """
         if seen is None:
             guard = "false"
@@ -207,21 +187,23 @@ class StateStore:
             f"SELECT {lit(model_id)} AS model_id, {lit(relation)} AS relation, "
             f"{lit(run_id)} AS run_id, {lit(holder)} AS lease_holder, "
             f"{ts(now)} AS lease_since, {ts(until)} AS lease_until, "
-            f"{lit(json.dumps(plan))} AS plan"
+            f"{lit(json.dumps(plan))} AS plan, {int(chunks)} AS chunks_total, "
+            f"{int(staged_rows)} AS staged_rows"
         )
-        # A resumed refresh keeps its phase and plan; a new one starts at 'refreshing'.
-        phase = "t.phase" if keep_phase else "'refreshing'"
-        progress = "" if keep_phase else ", chunks_total = NULL, chunks_done = NULL, staged_rows = NULL"
+        # A resumed refresh keeps the progress its chunks recorded.
+        progress = ("" if keep_progress else
+                    ", chunks_total = s.chunks_total, chunks_done = 0, staged_rows = s.staged_rows")
         sql = (
             f"MERGE INTO {self.state} t USING ({source}) s ON t.model_id = s.model_id\n"
-            f"WHEN MATCHED AND {guard} THEN UPDATE SET phase = {phase}{progress}, run_id = s.run_id, "
-            f"lease_holder = s.lease_holder, lease_since = s.lease_since, "
+            f"WHEN MATCHED AND {guard} THEN UPDATE SET phase = 'merging'{progress}, "
+            f"run_id = s.run_id, lease_holder = s.lease_holder, lease_since = s.lease_since, "
             f"lease_until = s.lease_until, plan = s.plan, relation = s.relation, "
             f"updated_at = s.lease_since\n"
             f"WHEN NOT MATCHED THEN INSERT (model_id, relation, phase, fingerprint, consumed, plan, "
-            f"run_id, lease_holder, lease_since, lease_until, updated_at) VALUES (s.model_id, "
-            f"s.relation, 'refreshing', NULL, NULL, s.plan, s.run_id, s.lease_holder, "
-            f"s.lease_since, s.lease_until, s.lease_since)"
+            f"run_id, lease_holder, lease_since, lease_until, chunks_total, chunks_done, "
+            f"staged_rows, updated_at) VALUES (s.model_id, s.relation, 'merging', NULL, NULL, "
+            f"s.plan, s.run_id, s.lease_holder, s.lease_since, s.lease_until, s.chunks_total, 0, "
+            f"s.staged_rows, s.lease_since)"
         )
         for attempt in range(1, _ATTEMPTS + 1):
             try:
@@ -247,44 +229,11 @@ class StateStore:
                f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}")
         retry_conflicts(lambda: self._run(sql))
 
-    def begin_merging(self, model_id: str, run_id: str, chunks: int, staged_rows: int,
-                      now: datetime) -> None:
-        self._update(model_id, run_id, f"phase = 'merging', chunks_total = {int(chunks)}, "
-                     f"chunks_done = 0, staged_rows = {int(staged_rows)}, updated_at = {ts(now)}")
-
     def chunk_done(self, model_id: str, run_id: str, chunk: int, now: datetime,
                    lease_until: datetime) -> None:
         # Progress for status output; resume trusts the target's history, not this number.
         self._update(model_id, run_id, f"chunks_done = {int(chunk)}, "
                      f"lease_until = {ts(lease_until)}, updated_at = {ts(now)}")
-
-    def complete(
-        self,
-        *,
-        model_id: str,
-        run_id: str,
-        fingerprint: str,
-        consumed: Mapping[str, UpstreamPoint],
-        action: str,
-        target_version: Optional[int],
-        target_committed_at: Optional[datetime],
-        now: datetime,
-    ) -> None:
-        """The target is complete: advance the consumed versions and release the lease in one
-        commit (the history row is written before, keyed by plan id, so a crash between the
-        two replays it harmlessly)."""
-        self._update(
-            model_id, run_id,
-            f"phase = 'idle', fingerprint = {lit(fingerprint)}, "
-            f"target_version = {lit(target_version)}, "
-            f"target_committed_at = {ts(target_committed_at)}, consumed = {lit(points_json(consumed))}, "
-            f"last_refresh_at = {ts(now)}, last_action = {lit(action)}, "
-            f"last_outcome = 'success', lease_holder = NULL, lease_until = NULL, plan = NULL, "
-            f"updated_at = {ts(now)}",
-        )
-
-    def replan(self, model_id: str, run_id: str, plan: Mapping[str, Any], now: datetime) -> None:
-        self._update(model_id, run_id, f"plan = {lit(json.dumps(plan))}, updated_at = {ts(now)}")
 
     def release(self, model_id: str, run_id: str, touched: bool, outcome: str,
                 now: datetime) -> None:
@@ -299,21 +248,80 @@ class StateStore:
         rows = retry_conflicts(lambda: self._fetch(sql))
         return int(rows[0].get("num_affected_rows", 0)) if rows else 0
 
-    def record(self, values: Mapping[str, Any]) -> None:
+    def upsert(self, values: List[Mapping[str, Any]]) -> None:
+        """The rows of one invocation's refreshes in one commit.
+
+        A successful refresh sets the row to what its target commit says; a live lease another
+        run holds (a multi-chunk refresh of the same model) is left as it is; an older refresh
+        never overwrites a newer one. A failed refresh only records its outcome.
+        """
+        if not values:
+            return
+        selects = []
+        for v in values:
+            cells = {name: _cell(v.get(name), sql_type) for name, sql_type in _UPSERT_COLUMNS}
+            selects.append("SELECT " + ", ".join(f"{cells[n]} AS {n}" for n, _ in _UPSERT_COLUMNS))
+        source = "\nUNION ALL\n".join(selects)
+        live = "(t.phase <> 'idle' AND t.lease_until IS NOT NULL AND t.lease_until > s.now)"
+        kept = ("phase", "plan", "lease_holder", "lease_since", "lease_until", "run_id",
+                "chunks_done")
+        fresh = {"phase": "'idle'", "plan": "NULL", "lease_holder": "NULL", "lease_since": "NULL",
+                 "lease_until": "NULL", "run_id": "s.run_id", "chunks_done": "s.chunks_total"}
+        lease_sets = ", ".join(f"{c} = CASE WHEN {live} THEN t.{c} ELSE {fresh[c]} END" for c in kept)
+        copied = ("relation", "fingerprint", "consumed", "target_version", "target_committed_at",
+                  "refresh", "last_refresh_at", "last_action", "last_outcome", "chunks_total",
+                  "staged_rows")
+        sets = ", ".join(f"{c} = s.{c}" for c in copied)
+        insert_cols = ["model_id", "relation", "phase", "fingerprint", "consumed", "run_id",
+                       "target_version", "target_committed_at", "refresh", "last_refresh_at",
+                       "last_action", "last_outcome", "chunks_total", "chunks_done", "staged_rows",
+                       "updated_at"]
+        insert_vals = ["s.model_id", "s.relation", "'idle'", "s.fingerprint", "s.consumed",
+                       "s.run_id", "s.target_version", "s.target_committed_at", "s.refresh",
+                       "s.last_refresh_at", "s.last_action", "s.last_outcome", "s.chunks_total",
+                       "s.chunks_total", "s.staged_rows", "s.now"]
+        sql = (
+            f"MERGE INTO {self.state} t USING (\n{source}\n) s ON t.model_id = s.model_id\n"
+            f"WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome = s.last_outcome, "
+            f"updated_at = s.now\n"
+            f"WHEN MATCHED AND s.ok AND (t.refresh IS NULL OR s.refresh >= t.refresh) THEN UPDATE "
+            f"SET {lease_sets}, {sets}, updated_at = s.now\n"
+            f"WHEN NOT MATCHED THEN INSERT ({', '.join(insert_cols)}) "
+            f"VALUES ({', '.join(insert_vals)})"
+        )
+        retry_conflicts(lambda: self._run(sql))
+
+    def append_history(self, rows: List[Mapping[str, Any]], relations: Mapping[str, str]) -> None:
+        """History rows not yet there (by model and plan id) in one commit: a row offered again
+        after a crash, or by a replayed flush, is not written twice."""
         cols = [c.split()[0] for c in _HISTORY_COLUMNS.replace("\n", " ").split(",")]
-        rendered = []
-        for col in cols:
-            value = values.get(col)
-            rendered.append(ts(value) if isinstance(value, datetime) else lit(value))
-        # An idempotent append keyed on the refresh's plan id: a cleanup replayed after a crash
-        # is skipped by Delta (same txnAppId/txnVersion) instead of writing a second row. An
-        # append is one Spark job where a MERGE on run_id was ten (~1.5 s less per refresh).
-        source = ", ".join(f"{v} AS {c}" for c, v in zip(cols, rendered))
-        app_id = f"batch_refresh_history:{values.get('model_id')}:{values.get('run_id')}"
-        sql = f"INSERT INTO {self.history} ({', '.join(cols)}) SELECT {source}"
+        types = dict(c.split()[:2] for c in _HISTORY_COLUMNS.replace("\n", " ").split(","))
+        selects = []
+        seen = set()
+        for row in rows:
+            key = (row.get("model_id"), row.get("run_id"))
+            if key in seen:
+                continue
+            seen.add(key)
+            values = {**row, "relation": relations.get(str(row.get("model_id")), row.get("relation"))}
+            selects.append("SELECT " + ", ".join(f"{_cell(values.get(c), types[c])} AS {c}" for c in cols))
+        source = "\nUNION ALL\n".join(selects)
+        sql = (f"INSERT INTO {self.history} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM (\n"
+               f"{source}\n) v WHERE NOT EXISTS (SELECT 1 FROM {self.history} h "
+               f"WHERE h.model_id = v.model_id AND h.run_id = v.run_id)")
+        retry_conflicts(lambda: self._run(sql))
 
-        def append() -> None:
-            with SessionConfs(self._run, idempotent_write(app_id, 1)):
-                self._run(sql)
 
-        retry_conflicts(append)
+_UPSERT_COLUMNS = (
+    ("model_id", "STRING"), ("relation", "STRING"), ("ok", "BOOLEAN"), ("fingerprint", "STRING"),
+    ("consumed", "STRING"), ("run_id", "STRING"), ("target_version", "BIGINT"),
+    ("target_committed_at", "TIMESTAMP"), ("refresh", "BIGINT"), ("last_refresh_at", "TIMESTAMP"),
+    ("last_action", "STRING"), ("last_outcome", "STRING"), ("chunks_total", "INT"),
+    ("staged_rows", "BIGINT"), ("now", "TIMESTAMP"),
+)
+
+
+def _cell(value: Any, sql_type: str) -> str:
+    if isinstance(value, datetime):
+        return ts(value)
+    return f"CAST({lit(value)} AS {sql_type})"

@@ -1,0 +1,170 @@
+"""Writing staged rows to the target: one tagged, exactly-once Delta commit per chunk.
+
+Each write carries the refresh's RefreshCommit as `userMetadata` and Delta's idempotent-write
+confs (txnAppId = the model, txnVersion = refresh and chunk), then the target's log is read back
+to learn whether this run's commit is the one that landed. When another run committed the same
+refresh first, Delta skipped or refused this write, and ConcurrentRefresh says who won.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog, txn_app_id
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.planner import BACKFILL, FULL, REPLAY
+from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
+from dbt.adapters.spark_batch_refresh.session_confs import (
+    USER_METADATA, SessionConfs, idempotent_write)
+from dbt.adapters.spark_batch_refresh.stage import Staged
+from dbt.adapters.spark_batch_refresh.state import is_conflict
+
+# A commit made moments ago is among the newest few, even if maintenance committed after it.
+_VERIFY_LOOKBACK = 10
+
+
+class ConcurrentRefresh(Exception):
+    """Another run committed this refresh (same model, same refresh number) first."""
+
+    def __init__(self, winner: Optional[RefreshCommit]) -> None:
+        super().__init__(winner.plan_id if winner else "unknown")
+        self.winner = winner
+
+
+class Applier:
+    def __init__(self, fetch: Fetch, run: Run, reader: DeltaReader) -> None:
+        self._fetch, self._run, self._reader = fetch, run, reader
+
+    def commit(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+               commit: RefreshCommit, result: RefreshResult) -> RefreshCommit:
+        """Write one chunk as one commit; the commit as the target's log recorded it."""
+        confs = {USER_METADATA: commit.to_metadata(),
+                 **idempotent_write(txn_app_id(req.model_id), commit.txn_version)}
+        counts: Dict[str, int] = {}
+        conflict: Optional[DbtRuntimeError] = None
+        try:
+            with SessionConfs(self._run, confs):
+                counts = self._write(req, config, staged, commit)
+        except DbtRuntimeError as exc:
+            if isinstance(exc, BatchRefreshUserError) or not is_conflict(exc):
+                raise
+            conflict = exc  # lost a race at commit time: to another run of this refresh?
+        landed = self._landed(req, commit, conflict)
+        for name, value in counts.items():
+            setattr(result, name, getattr(result, name) + value)
+        if not counts and landed.metrics:
+            count_committed(landed.metrics, result)
+        return landed
+
+    def _landed(self, req: RefreshRequest, commit: RefreshCommit,
+                conflict: Optional[DbtRuntimeError]) -> RefreshCommit:
+        entries = self._reader.history(req.target, _VERIFY_LOOKBACK)
+        for entry in entries:
+            found = RefreshCommit.from_history(entry, req.model_id)
+            if found is not None and found.plan_id == commit.plan_id and found.chunk == commit.chunk:
+                return found
+        winner = TargetLog.from_history(entries, req.model_id).last
+        if winner is not None and winner.txn_version >= commit.txn_version:
+            raise ConcurrentRefresh(winner)
+        if conflict is not None:
+            raise conflict  # a conflict with some other writer of the target
+        raise DbtRuntimeError(
+            f"batch_refresh model '{req.model}': the write of refresh {commit.refresh} "
+            f"(plan {commit.plan_id}, chunk {commit.chunk}) is not in the target's log")
+
+    def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+               commit: RefreshCommit) -> Dict[str, int]:
+        columns = sqlgen.model_columns(name for name, _ in staged.columns)
+        cols = ", ".join(sqlgen.q(c) for c in columns)
+        if commit.action == BACKFILL:
+            if req.target_kind == "other":
+                self._run(f"DROP TABLE IF EXISTS {req.target}")
+                self._run(f"DROP VIEW IF EXISTS {req.target}")
+            props = {"delta.enableChangeDataFeed": "true", "delta.enableDeletionVectors": "true",
+                     **config.tblproperties}
+            self._run(f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
+                      f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staged.source}")
+            return {"rows_inserted": staged.rows}
+        if commit.action == REPLAY and not config.unique_key:
+            return self._append(req, commit, cols)
+        if commit.action == REPLAY and staged.rows == 0 and commit.chunks == 1:
+            return self._marker(req.target, cols)
+        if not config.unique_key:
+            # Full recompute of a model without a key: overwrite keeps the table's identity.
+            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
+            return {"rows_inserted": staged.rows}
+        return self._merge(req, config, staged, commit, columns)
+
+    def _merge(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+               commit: RefreshCommit, columns: List[str]) -> Dict[str, int]:
+        source = staged.source if commit.chunks == 1 else (
+            f"(SELECT * FROM {staged.source} WHERE "
+            f"{sqlgen.chunk_predicate(config.unique_key, commit.chunks, commit.chunk)})")
+        merge = sqlgen.merge_staging(
+            req.target, source, config.unique_key, columns, delete_missing=commit.action == FULL,
+            chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
+            guard_new_keys=any(n == sqlgen.HAD_OLD for n, _ in staged.columns),
+            unordered=[n for n, t in staged.columns if not sa.groupable_type(t)],
+            key_range=staged.key_range)
+        try:
+            merged = self._fetch(merge)
+        except DbtRuntimeError as exc:
+            if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
+                raise
+            raise BatchRefreshUserError(
+                req.model, "bad unique_key; this merge was not applied",
+                [f"unique_key ({', '.join(config.unique_key)}) is not unique in the model "
+                 "output: a changed upstream row produces the key of a row that did not change.",
+                 "Fix: choose a unique_key that identifies one output row, or "
+                 "de-duplicate the model."],
+            ) from None
+        return merge_counts(merged)
+
+    def _append(self, req: RefreshRequest, commit: RefreshCommit, cols: str) -> Dict[str, int]:
+        (upstream, point), = commit.pinned.items()
+        start = commit.consumed[upstream].version + 1
+        body = sa.over_changes(req.sql, upstream, start, point.version, change_types=("insert",))
+        rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM ({body}) _br_a")
+        if rows and rows[0].get("num_inserted_rows") is not None:
+            return {"rows_inserted": int(rows[0]["num_inserted_rows"])}
+        return {}  # counted from the commit's metrics
+
+    def _marker(self, target: str, cols: str) -> Dict[str, int]:
+        """Nothing to write, but the refresh must still be recorded: an empty blind INSERT
+        commits (a MERGE of nothing costs a snapshot scan; a DELETE of nothing commits nothing)."""
+        self._run(f"INSERT INTO {target} ({cols}) SELECT {cols} FROM {target} WHERE false")
+        return {"rows_inserted": 0}
+
+    def drop_staging_table(self, table: str) -> None:
+        self._run(f"DROP TABLE IF EXISTS {table}")
+
+
+def merge_counts(rows: List[Dict[str, Any]]) -> Dict[str, int]:
+    if not rows:
+        return {}
+    r = rows[0]
+    return {"rows_inserted": int(r.get("num_inserted_rows") or 0),
+            "rows_updated": int(r.get("num_updated_rows") or 0),
+            "rows_deleted": int(r.get("num_deleted_rows") or 0)}
+
+
+def count_committed(metrics: Any, result: RefreshResult) -> None:
+    """Rows of a commit from the target's history (a chunk an interrupted run committed, or an
+    append whose statement returned no counts)."""
+    if not isinstance(metrics, Mapping):
+        return  # the Thrift driver may render the map as text; the counts then stay partial
+
+    def number(name: str) -> int:
+        try:
+            return int(metrics.get(name) or 0)
+        except (TypeError, ValueError):
+            return 0
+    result.rows_inserted += number("numTargetRowsInserted") or number("numOutputRows")
+    result.rows_updated += number("numTargetRowsUpdated")
+    result.rows_deleted += number("numTargetRowsDeleted")

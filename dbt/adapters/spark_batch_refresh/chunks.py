@@ -1,0 +1,187 @@
+"""A refresh of several chunks: lease, persisted staging, one tagged commit per chunk, resume.
+
+Only a change set above `merge_chunk_rows` pays for this protocol. The lease (a compare-and-set
+on the state row) keeps two runs from merging chunks of two plans into one target; the target's
+log says which chunks of a plan committed, so a run that takes over a dead run's lease applies
+only the rest, each exactly once (Delta skips a repeated txnVersion as well). A single-chunk
+run never reads the lease: its commit and chunk 1 of a plan carry the same txnVersion, so
+whichever commits second is skipped by Delta, and the loser stops before it writes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from datetime import datetime, timedelta
+from typing import Callable, Optional, Set
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, count_committed
+from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.delta import Columns
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.planner import Plan
+from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
+from dbt.adapters.spark_batch_refresh.run_result import (
+    Fetch, RefreshRequest, RefreshResult, Run, current_time)
+from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
+from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
+
+logger = AdapterLogger("SparkBatchRefresh")
+Restage = Callable[[RefreshRequest, BatchRefreshConfig, sa.Analysis, Plan, Columns, str], Staged]
+
+
+class InterruptedChunks(BatchRefreshRuntimeError):
+    """A chunk failed after others committed: the next run resumes the plan."""
+
+    resumable = True
+
+
+def staging_table(target: str) -> str:
+    return f"{target[:-1]}__br_staging`" if target.endswith("`") else f"{target}__br_staging"
+
+
+class ChunkedApply:
+    def __init__(self, fetch: Fetch, run: Run, applier: Applier, stager: Stager,
+                 store: StateStore) -> None:
+        self._fetch, self._run = fetch, run
+        self._applier, self._stager, self._store = applier, stager, store
+
+    def apply(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+              commit: RefreshCommit, chunks: int, result: RefreshResult,
+              now: datetime) -> RefreshCommit:
+        """A new plan: lease, persist staging, then every chunk."""
+        self._store.ensure()
+        row = self._store.read(req.model_id)
+        holder = self._lease(req, config, row, commit, chunks, staged.rows, now, resumed=False)
+        fail_point("after_lease")
+        try:
+            self._stager.persist(staged, staging_table(req.target))
+        except Exception:
+            self._release(req, holder, touched=False, outcome="error: staging not persisted")
+            raise
+        fail_point("after_staging")
+        return self._chunks(req, config, staged, commit, chunks, result, set(), holder)
+
+    def resume(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
+               log: TargetLog, now: datetime, restage: Restage) -> RefreshResult:
+        """A plan whose chunks a dead (or failed) run left unfinished: the same pinned plan."""
+        last = log.last
+        assert last is not None
+        self._store.ensure()
+        row = self._store.read(req.model_id)
+        plan = last.plan()
+        result = RefreshResult(
+            action=plan.action, reason=plan.reason, mode=plan.mode, run_id=last.plan_id,
+            resumed=True, fallback_reason=plan.fallback_reason,
+            versions_from=plan.versions_from(), versions_to=plan.versions_to(),
+            staged_rows=last.staged_rows, chunks=last.chunks)
+        base = last.for_chunk(1, last.chunks)
+        holder = self._lease(req, config, row, base, last.chunks, last.staged_rows, now,
+                             resumed=True)
+        table = staging_table(req.target)
+        schema, _, name = table.replace("`", "").rpartition(".")
+        if self._fetch(f"SHOW TABLES IN {schema} LIKE '{name}'"):
+            staged = Staged(table, [], rows=last.staged_rows)
+            staged.columns = [(r["col_name"], r["data_type"])
+                              for r in self._fetch(f"DESCRIBE QUERY SELECT * FROM {table}")]
+        else:
+            columns = [(r["col_name"], r["data_type"]) for r in
+                       self._fetch(f"DESCRIBE QUERY {sa.pin_versions(req.sql, plan.versions_to())}")]
+            staged = restage(req, config, analysis, plan, columns,
+                             f"_br_staging_{uuid.uuid4().hex[:12]}")
+            self._stager.persist(staged, table)
+        done = self._committed(req, last, result)
+        landed = self._chunks(req, config, staged, base, last.chunks, result, done, holder)
+        Recorder.add(Outcome(
+            req.state_schema, req.model_id, req.target, current_time(), commit=landed,
+            history=history_row(landed, result, now, current_time(),
+                                f"resumed by run {row.run_id if row else ''}".strip())))
+        return result
+
+    # ---------------------------------------------------------------- steps
+    def _lease(self, req: RefreshRequest, config: BatchRefreshConfig, row: Optional[StateRow],
+               commit: RefreshCommit, chunks: int, staged_rows: int, now: datetime,
+               resumed: bool) -> str:
+        """Take the lease; the run id it is held under."""
+        if row is not None and row.phase != "idle" and row.lease_until is not None \
+                and row.lease_until > now:
+            raise lease_error(req, row)
+        plan = {"plan_id": commit.plan_id, "refresh": commit.refresh, "chunks": chunks,
+                "action": commit.action, "to": commit.plan().versions_to()}
+        run_id = uuid.uuid4().hex[:12] if resumed else commit.run_id
+        if not self._store.take_lease(
+                model_id=req.model_id, relation=req.target, seen=row, run_id=run_id,
+                holder=f"{socket.gethostname()}:{os.getpid()}", now=now,
+                until=now + timedelta(seconds=config.lease_timeout_s), plan=plan,
+                chunks=chunks, staged_rows=staged_rows, keep_progress=resumed):
+            raise lease_error(req, self._store.read(req.model_id))
+        return run_id
+
+    def _committed(self, req: RefreshRequest, last: RefreshCommit, result: RefreshResult) -> Set[int]:
+        """Chunks of the plan in the target's log; their rows count toward the result."""
+        done: Set[int] = set()
+        for entry in self._fetch(f"DESCRIBE HISTORY {req.target} LIMIT {last.chunks + 20}"):
+            found = RefreshCommit.from_history(entry, req.model_id)
+            if found is not None and found.plan_id == last.plan_id and found.chunk not in done:
+                done.add(found.chunk)
+                count_committed(entry.get("operationMetrics"), result)
+        return done
+
+    def _chunks(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                base: RefreshCommit, chunks: int, result: RefreshResult,
+                done: Set[int], run_id: str) -> RefreshCommit:
+        landed = base
+        try:
+            for chunk in range(1, chunks + 1):
+                if chunk in done:
+                    continue
+                landed = self._applier.commit(req, config, staged, base.for_chunk(chunk, chunks),
+                                              result)
+                done.add(chunk)
+                self._store.chunk_done(req.model_id, run_id, chunk, current_time(),
+                                       current_time() + timedelta(seconds=config.lease_timeout_s))
+                fail_point(f"after_chunk:{chunk}")
+        except ConcurrentRefresh:
+            # Another run committed this refresh before our first chunk: nothing of ours landed.
+            self._release(req, run_id, touched=False, outcome="refreshed concurrently")
+            self._applier.drop_staging_table(staging_table(req.target))
+            raise
+        except Exception as exc:
+            self._release(req, run_id, touched=bool(done), outcome=f"error: {exc}")
+            if not done:
+                self._applier.drop_staging_table(staging_table(req.target))
+                raise
+            raise InterruptedChunks(str(exc)) from exc
+        self._release(req, run_id, touched=False, outcome="success")
+        self._applier.drop_staging_table(staging_table(req.target))
+        result.chunks = chunks
+        return landed
+
+    def _release(self, req: RefreshRequest, run_id: str, touched: bool, outcome: str) -> None:
+        try:
+            self._store.release(req.model_id, run_id, touched, outcome, current_time())
+        except Exception as exc:  # noqa: BLE001 - the original error matters more
+            logger.warning(
+                f"batch_refresh model '{req.model}': could not release the lease ({exc}); it "
+                f"expires at its lease_timeout.")
+
+
+def lease_error(req: RefreshRequest, row: Optional[StateRow]) -> BatchRefreshLeaseError:
+    if row is None:
+        return BatchRefreshLeaseError(
+            f"batch_refresh model '{req.model}': another run took the refresh lease first."
+        )
+    return BatchRefreshLeaseError(
+        f"batch_refresh model '{req.model}': another refresh holds the lease "
+        f"(run {row.run_id} by {row.lease_holder}, phase {row.phase}, since {row.lease_since}, "
+        f"until {row.lease_until}). Nothing was changed. Wait for it to finish; if that run is "
+        f"dead, the next run after {row.lease_until} resumes it, or clear the lease now with "
+        f"`dbt run-operation batch_refresh_unlock --args '{{model: {req.model}, force: true}}'`."
+    )
+

@@ -1,0 +1,159 @@
+"""The target's own Delta log as the refresh record (pure: no I/O).
+
+Every commit a refresh makes to its target carries, in `commitInfo.userMetadata`, what the next
+run needs to plan: the upstream versions it brings the target to (and came from), the model
+fingerprint, a hash of the output columns, the plan id, chunk i/n and the refresh number. The
+write is exactly-once through Delta's idempotent-write confs: `txnAppId` is the model and
+`txnVersion` a number derived from the refresh number and the chunk, so the first commit of
+refresh n+1 (its only commit, or chunk 1 of several) carries the same version whichever run
+makes it, and Delta lets exactly one of two racing runs commit it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+
+from dbt.adapters.spark_batch_refresh.planner import Plan, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.state import as_datetime
+
+PLAN_KEY = "batch_refresh_plan"  # in every commit a refresh makes (also read by older tests)
+FORMAT = 2
+# txnVersion = refresh * STRIDE + (chunk - 1): refresh n+1's first commit outnumbers every
+# chunk of refresh n, so Delta skips any write of an older refresh.
+TXN_STRIDE = 1_000_000
+
+# Commits that change a table's files or properties but not its rows.
+MAINTENANCE_OPERATIONS = frozenset({
+    "OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES",
+    "ANALYZE", "REORG", "CHANGE COLUMN", "SET COLUMN COMMENT", "UPGRADE PROTOCOL",
+})
+
+
+def txn_app_id(model_id: str) -> str:
+    return f"batch_refresh:{model_id}"
+
+
+def txn_version(refresh: int, chunk: int) -> int:
+    return refresh * TXN_STRIDE + chunk - 1
+
+
+def columns_hash(columns: Sequence[tuple[str, str]]) -> str:
+    text = ",".join(f"{c.lower()} {t}" for c, t in columns)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _points(data: Any) -> Dict[str, UpstreamPoint]:
+    return {str(u): UpstreamPoint.from_json(p) for u, p in (data or {}).items()}
+
+
+@dataclass(frozen=True)
+class RefreshCommit:
+    """One target commit of a refresh, as written to and read back from the target's log."""
+
+    model_id: str
+    refresh: int
+    plan_id: str
+    run_id: str
+    action: str
+    mode: str
+    reason: str
+    fingerprint: str
+    columns: str  # columns_hash of the model output
+    pinned: Mapping[str, UpstreamPoint]
+    consumed: Mapping[str, UpstreamPoint]  # where the refresh started (versions_from)
+    chunk: int = 1
+    chunks: int = 1
+    staged_rows: int = 0
+    fallback_reason: Optional[str] = None
+    # Filled in when read back from DESCRIBE HISTORY, never written:
+    version: int = -1
+    timestamp: Optional[datetime] = None
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return self.chunk >= self.chunks
+
+    @property
+    def txn_version(self) -> int:
+        return txn_version(self.refresh, self.chunk)
+
+    def plan(self) -> Plan:
+        return Plan(action=self.action, reason=self.reason, mode=self.mode, pinned=self.pinned,
+                    consumed=self.consumed, fallback_reason=self.fallback_reason)
+
+    def for_chunk(self, chunk: int, chunks: int) -> "RefreshCommit":
+        return RefreshCommit(**{**self._fields(), "chunk": chunk, "chunks": chunks})
+
+    def _fields(self) -> Dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def to_metadata(self) -> str:
+        """JSON for `SET ...userMetadata=`: `;` and backticks (which SET cannot take unquoted)
+        appear only inside JSON strings, so they are written as \\u escapes."""
+        data = {
+            PLAN_KEY: self.plan_id, "format": FORMAT, "model": self.model_id,
+            "refresh": self.refresh, "run": self.run_id, "action": self.action,
+            "mode": self.mode, "reason": self.reason, "fingerprint": self.fingerprint,
+            "columns": self.columns, "chunk": self.chunk, "chunks": self.chunks,
+            "staged_rows": self.staged_rows, "fallback_reason": self.fallback_reason,
+            "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
+            "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
+        }
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return text.replace(";", "\\u003b").replace("`", "\\u0060")
+
+    @staticmethod
+    def from_history(entry: Mapping[str, Any], model_id: str) -> Optional["RefreshCommit"]:
+        """The commit of `model_id`'s refresh this history entry is, or None."""
+        text = entry.get("userMetadata")
+        if not text or PLAN_KEY not in str(text):
+            return None
+        try:
+            data = json.loads(str(text))
+        except ValueError:
+            return None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model_id:
+            return None
+        metrics = entry.get("operationMetrics")
+        return RefreshCommit(
+            model_id=model_id, refresh=int(data["refresh"]), plan_id=str(data[PLAN_KEY]),
+            run_id=str(data.get("run") or ""), action=str(data["action"]),
+            mode=str(data.get("mode") or ""), reason=str(data.get("reason") or ""),
+            fingerprint=str(data.get("fingerprint") or ""), columns=str(data.get("columns") or ""),
+            pinned=_points(data.get("to")), consumed=_points(data.get("from")),
+            chunk=int(data.get("chunk") or 1), chunks=int(data.get("chunks") or 1),
+            staged_rows=int(data.get("staged_rows") or 0),
+            fallback_reason=data.get("fallback_reason"),
+            version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
+            metrics=metrics if isinstance(metrics, Mapping) else {},
+        )
+
+
+@dataclass(frozen=True)
+class TargetLog:
+    """What the newest entries of the target's history say about the model."""
+
+    last: Optional[RefreshCommit]  # the newest commit of a refresh of this model
+    outside: Optional[str] = None  # a row-changing commit after it that no refresh made
+    head_version: int = -1
+
+    @staticmethod
+    def from_history(entries: Iterable[Mapping[str, Any]], model_id: str) -> "TargetLog":
+        """`entries` newest first, as DESCRIBE HISTORY returns them."""
+        outside: Optional[str] = None
+        head = -1
+        for entry in entries:
+            version = int(entry.get("version", -1))
+            head = max(head, version)
+            commit = RefreshCommit.from_history(entry, model_id)
+            if commit is not None:
+                return TargetLog(commit, outside, head)
+            operation = str(entry.get("operation") or "")
+            if outside is None and operation.upper() not in MAINTENANCE_OPERATIONS:
+                outside = f"v{version}: {operation}"
+        return TargetLog(None, outside, head)

@@ -1,0 +1,95 @@
+"""Reading Delta metadata through the dbt connection: latest commits, table ids, properties,
+the target's log, and a query's output columns."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.commit_log import TargetLog
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
+from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.run_result import Fetch
+from dbt.adapters.spark_batch_refresh.state import as_datetime
+
+# How far back a run looks for its own last commit when the newest one is not a refresh's
+# (table maintenance, or a write by someone else).
+LOG_LOOKBACK = 50
+_PROP = re.compile(r"""['"]?([\w.]+)['"]?\s*(?:->|=|:)\s*['"]?([^,'"}]+)""")
+Columns = List[tuple[str, str]]
+
+
+def props_dict(props: Any) -> Dict[str, str]:
+    """`properties` of DESCRIBE DETAIL: a map (session) or its text form (Thrift)."""
+    if isinstance(props, Mapping):
+        return {str(k): str(v) for k, v in props.items()}
+    return {k: v.strip() for k, v in _PROP.findall(str(props or ""))}
+
+
+class DeltaReader:
+    def __init__(self, fetch: Fetch) -> None:
+        self._fetch = fetch
+
+    def point(self, relation: str) -> Optional[UpstreamPoint]:
+        """Latest version and commit time of a Delta table (`relation` as SQL text)."""
+        rows = self._fetch(f"DESCRIBE HISTORY {relation} LIMIT 1")
+        if not rows:
+            return None
+        return UpstreamPoint(int(rows[0]["version"]), as_datetime(rows[0]["timestamp"]))
+
+    def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
+        """Latest version and commit time, or None for a relation that is not a Delta table."""
+        try:
+            return self.point(sa.quote_relation(upstream))
+        except DbtRuntimeError as exc:
+            text = str(exc)
+            if "DELTA_ONLY_OPERATION" in text or "not a Delta table" in text or "is a view" in text:
+                return None
+            if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text:
+                raise MissingUpstream(upstream) from exc
+            raise
+
+    def latest_points(self, model: str, upstreams: List[str]) -> Dict[str, Optional[UpstreamPoint]]:
+        """Every upstream's latest point; all missing upstreams in one error, before any write."""
+        latest: Dict[str, Optional[UpstreamPoint]] = {}
+        missing = []
+        for upstream in upstreams:
+            try:
+                latest[upstream] = self.latest_point(upstream)
+            except MissingUpstream:
+                missing.append(upstream)
+        if missing:
+            raise BatchRefreshUserError(model, "an upstream relation does not exist", [
+                f"{name} was not found. Build it first (`dbt run --select +{model}` builds the "
+                f"model's parents) or fix the ref/source/table name in the model."
+                for name in missing])
+        return latest
+
+    def details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
+        """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
+        found = {}
+        for upstream in upstreams:
+            rows = self._fetch(f"DESCRIBE DETAIL {sa.quote_relation(upstream)}")
+            detail = rows[0] if rows else {}
+            found[upstream] = (detail.get("id"), props_dict(detail.get("properties")))
+        return found
+
+    def history(self, relation: str, limit: int) -> List[Dict[str, Any]]:
+        return self._fetch(f"DESCRIBE HISTORY {relation} LIMIT {int(limit)}")
+
+    def target_log(self, target: str, model_id: str) -> TargetLog:
+        """The model's newest refresh commit: one history row when it is the newest commit
+        (the usual case), a longer read only after maintenance or an outside write."""
+        head = self.history(target, 1)
+        log = TargetLog.from_history(head, model_id)
+        if log.last is not None or not head:
+            return log
+        return TargetLog.from_history(self.history(target, LOG_LOOKBACK), model_id)
+
+    def describe(self, sql: str) -> Columns:
+        """Output columns and types of a query, without running it."""
+        rows = self._fetch(f"DESCRIBE QUERY {sql}")
+        return [(r["col_name"], r["data_type"]) for r in rows]

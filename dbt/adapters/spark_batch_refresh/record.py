@@ -1,0 +1,118 @@
+"""The refresh-state and history rows of one dbt invocation, written once at its end.
+
+A refresh's own record is its target commit (commit_log.py); the state and history tables are
+what users, `batch_refresh_status` and `dbt docs` read. Writing them per model would cost two
+commits per refresh, so each refresh leaves its rows here and the adapter writes them all in
+one state MERGE and one history INSERT when the invocation ends. A process that dies before
+then loses nothing: the next refresh of the model writes its state row from the target's log
+and offers the history row of the refresh it started from again (inserted only if missing).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Dict, List, Optional
+
+from dbt.adapters.events.logging import AdapterLogger
+
+from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshResult, Run
+from dbt.adapters.spark_batch_refresh.state import StateStore, points_json
+
+logger = AdapterLogger("SparkBatchRefresh")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one refresh leaves for the invocation's state and history write."""
+
+    state_schema: str
+    model_id: str
+    relation: str
+    now: datetime
+    commit: Optional[RefreshCommit] = None  # the refresh's last commit, as the log has it
+    history: Optional[Dict[str, Any]] = None
+    previous: Optional[Dict[str, Any]] = None  # the refresh it started from (reconciliation)
+    error: Optional[str] = None
+
+
+def history_row(commit: RefreshCommit, result: Optional[RefreshResult], started: datetime,
+                finished: datetime, message: str = "") -> Dict[str, Any]:
+    """A history row: from a run's result, or (result None) from a commit's metadata alone."""
+    metrics = commit.metrics or {}
+
+    def metric(*names: str) -> int:
+        for name in names:
+            try:
+                if metrics.get(name):
+                    return int(metrics[name])
+            except (TypeError, ValueError):
+                pass
+        return 0
+    reason = commit.reason + (f"; fallback: {commit.fallback_reason}" if commit.fallback_reason else "")
+    return {
+        "run_id": commit.plan_id, "model_id": commit.model_id, "action": commit.action,
+        "mode": commit.mode, "reason": reason,
+        "versions_from": json.dumps({u: p.version for u, p in commit.consumed.items()}, sort_keys=True),
+        "versions_to": json.dumps({u: p.version for u, p in commit.pinned.items()}, sort_keys=True),
+        "rows_inserted": result.rows_inserted if result else metric("numTargetRowsInserted", "numOutputRows"),
+        "rows_updated": result.rows_updated if result else metric("numTargetRowsUpdated"),
+        "rows_deleted": result.rows_deleted if result else metric("numTargetRowsDeleted"),
+        "staged_rows": result.staged_rows if result else commit.staged_rows,
+        "started_at": started, "finished_at": finished,
+        "duration_s": round(result.duration_s, 3) if result else 0.0,
+        "outcome": "success", "message": message,
+    }
+
+
+def state_values(outcome: Outcome) -> Dict[str, Any]:
+    commit = outcome.commit
+    if commit is None:
+        return {"model_id": outcome.model_id, "relation": outcome.relation, "ok": False,
+                "last_outcome": f"error: {outcome.error}"[:2000], "now": outcome.now}
+    return {
+        "model_id": outcome.model_id, "relation": outcome.relation, "ok": True,
+        "fingerprint": commit.fingerprint, "consumed": points_json(commit.pinned),
+        "run_id": commit.plan_id, "target_version": commit.version,
+        "target_committed_at": commit.timestamp, "refresh": commit.refresh,
+        "last_refresh_at": outcome.now, "last_action": commit.action, "last_outcome": "success",
+        "chunks_total": commit.chunks, "staged_rows": commit.staged_rows, "now": outcome.now,
+    }
+
+
+class Recorder:
+    """Process-wide: dbt runs models on threads, and the adapter flushes once per invocation."""
+
+    _lock = threading.Lock()
+    _pending: Dict[str, Dict[str, Outcome]] = {}
+
+    @classmethod
+    def add(cls, outcome: Outcome) -> None:
+        with cls._lock:
+            cls._pending.setdefault(outcome.state_schema, {})[outcome.model_id] = outcome
+
+    @classmethod
+    def pending(cls) -> bool:
+        with cls._lock:
+            return any(cls._pending.values())
+
+    @classmethod
+    def flush(cls, fetch: Fetch, run: Run) -> None:
+        """One state commit and one history commit per state schema (one in practice)."""
+        with cls._lock:
+            pending, cls._pending = cls._pending, {}
+        for schema, outcomes in pending.items():
+            store = StateStore(schema, fetch, run)
+            store.ensure()
+            fail_point("before_state_write")
+            store.upsert([state_values(o) for o in outcomes.values()])
+            fail_point("after_state_write")
+            rows: List[Dict[str, Any]] = []
+            for o in outcomes.values():
+                rows.extend(r for r in (o.previous, o.history) if r is not None)
+            if rows:
+                store.append_history(rows, relations={o.model_id: o.relation for o in outcomes.values()})

@@ -1,0 +1,125 @@
+"""What one refresh was asked to do and what it did (plain data), and the statement meter."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from dbt.adapters.spark_batch_refresh.planner import NOOP, SKIP
+
+Fetch = Callable[[str], List[Dict[str, Any]]]
+Run = Callable[[str], None]
+
+NOW_ENV = "BATCH_REFRESH_NOW"  # testing aid: a fixed clock for the interval gate
+TRACE_ENV = "BATCH_REFRESH_TRACE"  # profiling aid: append each statement's seconds and SQL here
+
+
+def current_time() -> datetime:
+    fixed = os.environ.get(NOW_ENV)
+    return datetime.fromisoformat(fixed) if fixed else datetime.now().replace(microsecond=0)
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    model: str
+    model_id: str
+    target: str  # rendered relation, e.g. `schema`.`name`
+    sql: str  # compiled model SQL
+    raw_config: Mapping[str, Any]
+    target_options: str  # rendered partition/location/comment clauses
+    target_kind: str  # "none" | "delta" | "other"
+    state_schema: str
+    full_refresh: bool
+    force: bool
+
+
+@dataclass
+class RefreshResult:
+    action: str
+    reason: str
+    mode: str
+    run_id: Optional[str] = None
+    resumed: bool = False
+    fallback_reason: Optional[str] = None
+    versions_from: Dict[str, int] = field(default_factory=dict)
+    versions_to: Dict[str, int] = field(default_factory=dict)
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    staged_rows: int = 0
+    next_due: Optional[str] = None
+    duration_s: float = 0.0
+    chunks: int = 0
+    # What a keyed replay recomputed its rows from: "changes" (the change feed alone, row-wise
+    # models) or "snapshot" (the model at the pinned versions, restricted to affected keys).
+    staged_from: Optional[str] = None
+    statements: int = 0  # SQL statements this refresh issued
+    writes: int = 0  # of which Delta writes (each one commit)
+    # Set when another run committed this refresh first: its plan id.
+    refreshed_by: Optional[str] = None
+
+    @property
+    def rows_affected(self) -> int:
+        return self.rows_inserted + self.rows_updated + self.rows_deleted
+
+    def message(self) -> str:
+        if self.action in (SKIP, NOOP):
+            return f"{self.action.upper()}: {self.reason}"
+        ups = sorted(set(self.versions_from) | set(self.versions_to))
+        moves = ", ".join(
+            f"{u} v{self.versions_from.get(u, '-')}->v{self.versions_to.get(u, '-')}" for u in ups
+        )
+        verb = ("resumed " if self.resumed else "") + self.action
+        tail = f" (fallback: {self.fallback_reason})" if self.fallback_reason else ""
+        return (
+            f"{verb.upper()} [{moves}]: +{self.rows_inserted} ~{self.rows_updated} "
+            f"-{self.rows_deleted} rows{tail}"
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        data = asdict(self)
+        data["rows_affected"] = self.rows_affected
+        return data
+
+
+_WRITE_PREFIXES = ("MERGE", "INSERT", "UPDATE", "DELETE", "CREATE OR REPLACE TABLE",
+                   "CREATE TABLE", "ALTER TABLE")
+
+
+class Meter:
+    """Counts and times the statements of one refresh (for run results and benchmarks)."""
+
+    def __init__(self, fetch: Fetch, run: Run) -> None:
+        self._inner_fetch, self._inner_run = fetch, run
+        self.statements = 0
+        self.writes = 0
+        self.slowest: List[tuple[float, str]] = []
+        self.started = time.monotonic()
+
+    def _timed(self, call: Callable[[str], Any], sql: str) -> Any:
+        started = time.monotonic()
+        try:
+            return call(sql)
+        finally:
+            elapsed = time.monotonic() - started
+            self.statements += 1
+            self.writes += sql.lstrip().upper().startswith(_WRITE_PREFIXES)
+            self.slowest = sorted(self.slowest + [(elapsed, sql.split("\n", 1)[0][:90])],
+                                  reverse=True)[:5]
+            trace = os.environ.get(TRACE_ENV)
+            if trace:
+                with open(trace, "a") as handle:
+                    handle.write(f"{elapsed:8.3f}\t{' '.join(sql.split())[:400]}\n")
+
+    def fetch(self, sql: str) -> List[Dict[str, Any]]:
+        return self._timed(self._inner_fetch, sql)
+
+    def run(self, sql: str) -> None:
+        self._timed(self._inner_run, sql)
+
+    def finish(self, result: RefreshResult) -> None:
+        result.duration_s = time.monotonic() - self.started
+        result.statements, result.writes = self.statements, self.writes

@@ -1,0 +1,161 @@
+"""Staging: the rows a refresh will write, computed once into Spark's cache and checked.
+
+A replay stages the model over the signed change rows (row-wise models) or recomputed for the
+affected keys at the pinned versions; a backfill or full recompute stages the whole model. The
+staging is a pure function of the pinned versions, so nothing of it needs to survive a crash;
+only a merge of several chunks persists it as a Delta table (see apply.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.delta import Columns
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.planner import BACKFILL, REPLAY, Plan
+from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
+
+# Key types whose min/max render as literals the MERGE can prune target files by.
+_RANGE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date")
+
+
+@dataclass
+class Staged:
+    """What staging produced: where the rows are and what the apply needs to know of them."""
+
+    source: str  # relation the apply reads (cached view, or the persisted Delta table)
+    columns: Columns  # staging columns and types (model columns plus bookkeeping)
+    rows: int = 0
+    tombstones: int = 0
+    # Literal bounds of a single-column key over the staged rows, for file pruning.
+    key_range: Optional[tuple[str, str]] = None
+    staged_from: Optional[str] = None  # "changes" | "snapshot" for a replay
+    extra_views: List[str] = field(default_factory=list)
+
+
+class Stager:
+    def __init__(self, fetch: Fetch, run: Run, describe: Callable[[str], Columns],
+                 table_columns: Callable[[str], List[str]]) -> None:
+        self._fetch, self._run = fetch, run
+        self._describe = describe
+        self._table_columns = table_columns
+
+    def stage(self, *, model: str, sql: str, config: BatchRefreshConfig, analysis: sa.Analysis,
+              plan: Plan, model_columns: Columns, view: str) -> Staged:
+        pinned = plan.versions_to()
+        model_sql = sa.pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
+        extra: List[str] = []
+        staged_from = None
+        if plan.action == REPLAY:
+            ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
+                      if p.version > plan.consumed[u].version}
+            select = self._changes_only(sql, analysis, config, ranges, model_columns)
+            staged_from = "snapshot" if select is None else "changes"
+            if select is None:
+                keys = f"{view}_keys"
+                parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
+                                             plan.versions_from(), self._table_columns)
+                # The keys are computed (and cached) on their own: one plan holding the model
+                # once per changed scan plus the model again grows past what Spark plans quickly.
+                self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
+                extra.append(keys)
+                select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
+        else:
+            select = sqlgen.staging_full(model_sql, config.unique_key)
+        fail_point("during_staging")
+        # Computed once into the session's cache (memory and disk), not a Delta commit.
+        self._run(f"CACHE TABLE {view} AS\n{select}")
+        columns = sqlgen.staging_columns(model_columns, config.unique_key, staged_from == "changes")
+        staged = Staged(view, columns, staged_from=staged_from, extra_views=extra)
+        if config.unique_key:
+            self._check_keys(model, config, staged, model_columns, bounds=plan.action != BACKFILL)
+        else:
+            staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
+        return staged
+
+    def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
+                      ranges: Mapping[str, tuple[int, int]], columns: Columns) -> Optional[str]:
+        """A row-wise model's staging from its upstream's change feed alone, when possible.
+
+        The general replay recomputes the affected keys from the upstream at the pinned version,
+        a scan that grows with the table. A row-wise model does not need it: its new rows are
+        the model over the change rows, netted (sqlgen.staging_from_changes). Output columns
+        Spark cannot group by (maps, variants) keep the general path.
+        """
+        if not analysis.rowwise or len(ranges) != 1:
+            return None
+        if not columns or any(not sa.groupable_type(t) for _, t in columns):
+            return None
+        (upstream, (start, end)), = ranges.items()
+        plus = sa.over_changes(sql, upstream, start, end, sa.PLUS_CHANGES)
+        minus = sa.over_changes(sql, upstream, start, end, sa.MINUS_CHANGES)
+        return sqlgen.staging_from_changes(plus, minus, [c for c, _ in columns], config.unique_key)
+
+    def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
+                    model_columns: Columns, bounds: bool) -> None:
+        """NULL or duplicate keys fail the run here, before the target is touched; the same
+        scan gives the key range the MERGE prunes target files by."""
+        key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
+        ranged = (bounds and len(config.unique_key) == 1
+                  and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES)
+        quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged))[0]
+        staged.rows = int(quality["staged"])
+        staged.tombstones = int(quality["tombstones"])
+        if ranged and quality.get("key_min") is not None:
+            kind = key_types[config.unique_key[0].lower()]
+            staged.key_range = (sqlgen.typed_lit(quality["key_min"], kind),
+                                sqlgen.typed_lit(quality["key_max"], kind))
+        key = ", ".join(config.unique_key)
+        problems = []
+        if int(quality["null_keys"]):
+            problems.append(f"{quality['null_keys']} output rows have a NULL in unique_key ({key}).")
+        if int(quality["staged"]) - int(quality["null_keys"]) != int(quality["distinct_keys"]):
+            examples = self._fetch(sqlgen.duplicate_examples(staged.source, config.unique_key))
+            shown = "; ".join(
+                "(" + ", ".join(str(v) for k, v in ex.items() if k != "n") + f") x{ex['n']}"
+                for ex in examples
+            )
+            problems.append(f"unique_key ({key}) is not unique in the model output: {shown}.")
+        if problems:
+            raise BatchRefreshUserError(
+                model, "bad unique_key; the target was not touched",
+                problems + ["Fix: choose a unique_key that identifies one output row, or "
+                            "de-duplicate / filter NULL keys in the model."],
+            )
+
+    def append_guard(self, model: str, plan: Plan) -> int:
+        """Keyless row-wise model: only inserts upstream can be replayed (as an append)."""
+        (upstream, point), = plan.pinned.items()
+        start = plan.consumed[upstream].version + 1
+        counts = self._fetch(
+            f"SELECT count(*) AS changes, coalesce(sum(CASE WHEN _change_type <> 'insert' THEN 1 "
+            f"ELSE 0 END), 0) AS non_inserts FROM table_changes('{upstream}', {start}, {point.version})"
+        )[0]
+        if int(counts["non_inserts"]):
+            raise BatchRefreshUserError(
+                model,
+                f"upstream {upstream} has {counts['non_inserts']} updated or deleted rows in "
+                f"v{start}..v{point.version}, and the model has no unique_key to apply them by",
+                ["Fix: set unique_key to the column(s) identifying an output row, or set "
+                 "refresh_mode='full' to recompute the model on every refresh."],
+            )
+        return int(counts["changes"])
+
+    def persist(self, staged: Staged, table: str) -> None:
+        """Several commits: persist staging so a resumed run merges the remaining chunks
+        without recomputing it."""
+        self._run(f"CREATE OR REPLACE TABLE {table} USING delta "
+                  f"TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false') AS "
+                  f"SELECT * FROM {staged.source}")
+        self._run(f"DROP VIEW IF EXISTS {staged.source}")
+        staged.source = table
+
+    def drop(self, staged: Optional[Staged], views: List[str]) -> None:
+        """Free the session cache (no commit); a persisted staging table is dropped by apply."""
+        for name in views + (staged.extra_views if staged else []):
+            self._run(f"DROP VIEW IF EXISTS {name}")

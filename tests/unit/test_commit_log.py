@@ -1,0 +1,49 @@
+"""The refresh commit's metadata round-trips through DESCRIBE HISTORY, and the log is read right."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from dbt.adapters.spark_batch_refresh.commit_log import (
+    TXN_STRIDE, RefreshCommit, TargetLog, columns_hash, txn_version)
+from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+
+T = datetime(2030, 1, 1)
+COMMIT = RefreshCommit(
+    model_id="model.p.m", refresh=3, plan_id="abc", run_id="abc", action="replay",
+    mode="incremental", reason="upstream moved: `s`.`t` v1->v2; odd 'text'", fingerprint="fp",
+    columns=columns_hash([("id", "int")]), pinned={"s.t": UpstreamPoint(2, T, "tid")},
+    consumed={"s.t": UpstreamPoint(1, T, "tid")}, chunk=1, chunks=1, staged_rows=4)
+
+
+def _entry(meta: str, version: int, op: str = "MERGE") -> dict:
+    return {"version": version, "timestamp": T, "operation": op, "userMetadata": meta,
+            "operationMetrics": {"numTargetRowsInserted": "1"}}
+
+
+def test_metadata_is_safe_for_set_and_round_trips():
+    meta = COMMIT.to_metadata()
+    assert ";" not in meta and "`" not in meta  # SET cannot take them unquoted
+    back = RefreshCommit.from_history(_entry(meta, 9), "model.p.m")
+    assert back is not None and back.reason == COMMIT.reason
+    assert back.pinned == COMMIT.pinned and back.consumed == COMMIT.consumed
+    assert (back.version, back.refresh, back.complete) == (9, 3, True)
+    assert RefreshCommit.from_history(_entry(meta, 9), "model.p.other") is None
+
+
+def test_first_commit_of_the_next_refresh_outnumbers_every_chunk():
+    assert txn_version(4, 1) > txn_version(3, TXN_STRIDE)
+    assert COMMIT.for_chunk(1, 3).txn_version == COMMIT.txn_version  # chunk 1 == single commit
+    assert not COMMIT.for_chunk(2, 3).complete and COMMIT.for_chunk(3, 3).complete
+
+
+def test_target_log_skips_maintenance_and_names_outside_writes():
+    ours = COMMIT.to_metadata()
+    log = TargetLog.from_history([_entry(None, 12, "OPTIMIZE"), _entry(ours, 11)], "model.p.m")
+    assert log.last is not None and log.outside is None and log.head_version == 12
+    log = TargetLog.from_history([_entry(None, 12, "OPTIMIZE"), _entry(None, 11, "WRITE"),
+                                  _entry(ours, 10)], "model.p.m")
+    assert log.last is not None and log.outside == "v11: WRITE"
+    old_format = json.dumps({"batch_refresh_plan": "x", "chunk": 1, "chunks": 1})
+    assert TargetLog.from_history([_entry(old_format, 3)], "model.p.m").last is None
