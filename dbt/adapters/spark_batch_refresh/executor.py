@@ -97,7 +97,15 @@ class Refresher:
         store = StateStore(req.state_schema, self._fetch, self._run)
         if log.last is not None and not log.last.complete and not req.full_refresh:
             chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store)
-            return self._finish(chunked.resume(req, config, analysis, log, now, self._restage))
+            try:
+                return self._finish(chunked.resume(req, config, analysis, log, now, self._restage))
+            except (BatchRefreshUserError, BatchRefreshLeaseError):
+                raise
+            except Exception as exc:
+                raise BatchRefreshRuntimeError(
+                    f"batch_refresh model '{req.model}': resumed {log.last.action} failed: {exc}\n"
+                    "The refresh is recorded as interrupted; the next `dbt run` resumes it with "
+                    "the same pinned upstream versions.") from exc
         state, recreated = self._model_state(req, log, store)
         plan = plan_run(
             model=req.model, config=config, analysis=analysis, fingerprint=fingerprint,
