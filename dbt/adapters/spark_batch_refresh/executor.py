@@ -150,8 +150,8 @@ class Refresher:
             self._check_replay(run)
         if run.plan.action == BACKFILL:
             run.plan = self._validate_backfill(run.req, run.config, run.plan)
-        model_sql = sa.pin_versions(run.req.sql, run.plan.versions_to())
-        run.columns = self.reader.describe(model_sql)
+        if not run.columns:  # the replay check may have described the model already
+            run.columns = self.reader.describe(sa.pin_versions(run.req.sql, run.plan.versions_to()))
         self._sync_result(run)
 
     def _check_replay(self, run: _Run) -> None:
@@ -175,6 +175,7 @@ class Refresher:
             changed = f"the target {req.target} was changed outside batch_refresh ({run.log.outside})"
         else:
             model_cols = self.reader.describe(sa.pin_versions(req.sql, run.plan.versions_to()))
+            run.columns = model_cols  # same pinned versions whether it replays or rebuilds
             if columns_hash(model_cols) != last.columns:
                 target_cols = self.reader.describe(f"SELECT * FROM {req.target}")
                 changed = (f"the model's output columns changed ({_cols(target_cols)} -> "
