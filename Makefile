@@ -38,6 +38,9 @@ SHAPES ?= rowwise,agg,join_agg
 REPS ?= 3
 DRIVER_MEMORY ?= 8g
 BENCH_NAME ?= bench
+# BENCH_ARGS: more bench/run.py flags, e.g. --no-incremental (dbt's incremental models are
+# wrong on deletes and take minutes per round at 100M rows)
+BENCH_ARGS ?=
 BENCH_STAMP := $(VENV)/.bench-deps-installed
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)
@@ -47,7 +50,7 @@ $(BENCH_STAMP): pyproject.toml $(STAMP)
 bench: install $(BENCH_STAMP)
 	nice -n 10 $(BIN)/python bench/run.py --scales $(SCALES) --fractions $(FRACTIONS) \
 		--distributions $(DISTRIBUTIONS) --shapes $(SHAPES) --reps $(REPS) \
-		--driver-memory $(DRIVER_MEMORY) --name $(BENCH_NAME)
+		--driver-memory $(DRIVER_MEMORY) --name $(BENCH_NAME) $(BENCH_ARGS)
 
 # A few minutes: 100k rows, the row-wise shape (replay, hand MERGE, rebuild, incremental,
 # skip, no-op), 2 change distributions (recent, uniform) x 2 change fractions, 1 repetition.

@@ -1,7 +1,8 @@
-"""Results -> medians, a Markdown report (tables + targets) and PNG charts.
+"""Results -> a Markdown report (tables, targets, statement trace breakdown) and PNG charts.
 
-Everything but `make_charts()` is pure (no Spark, no matplotlib) and unit-tested. Records written
-before change distributions existed (no `distribution` field) count as `uniform`.
+The cells and their formatting live in bench/summary.py, the targets in bench/targets.py; this
+module lays them out. Everything but `make_charts()` is pure (no Spark, no matplotlib) and
+unit-tested.
 
     python bench/report.py bench/results/a.json [b.json ...] --out bench/results --name combined
 """
@@ -12,99 +13,19 @@ import argparse
 import json
 import os
 import re
-import statistics
 import sys
 from collections import defaultdict
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-METHODS = ("replay", "hand_merge", "rebuild", "incremental")
-FIXED_CHANGE = 10_000  # "same absolute change size" of the size-scaling target and chart
+# Run as a script (`python bench/report.py`) or loaded from its path (the unit tests), the
+# `bench` package is not importable without the repository root on the path.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-DISTRIBUTIONS = ("uniform", "recent", "append")  # bench/data.py; the order of the tables
-Key = Tuple[int, str, str, float, str]  # scale, shape, distribution, fraction, method
-Cell = Tuple[int, str, float, str]  # scale, shape, fraction, method: one distribution's cells
-
-
-def distribution(r: Dict[str, Any]) -> str:
-    """A record's change distribution; old records (none recorded) were all uniform."""
-    return r.get("distribution") or "uniform"
-
-
-def cell_key(r: Dict[str, Any]) -> Key:
-    return (r["scale"], r["shape"], distribution(r), r["fraction"], r["method"])
-
-
-def _dist_order(d: str) -> Tuple[int, str]:
-    return (DISTRIBUTIONS.index(d) if d in DISTRIBUTIONS else len(DISTRIBUTIONS), d)
-
-
-def of_distribution(summary: Dict[Key, Dict[str, Any]],
-                    dist: str = "uniform") -> Dict[Cell, Dict[str, Any]]:
-    """The cells of one distribution, keyed without it."""
-    return {(k[0], k[1], k[3], k[4]): c for k, c in summary.items() if k[2] == dist}
-
-
-def median(values: Iterable[float]) -> Optional[float]:
-    vals = [v for v in values if v is not None]
-    return statistics.median(vals) if vals else None
-
-
-def merge_records(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """All records of several result files; a later file replaces a (scale, shape, distribution,
-    fraction, method) cell measured by an earlier one."""
-    cells: Dict[Key, List[Dict[str, Any]]] = {}
-    for result in results:
-        mine: Dict[Key, List[Dict[str, Any]]] = defaultdict(list)
-        for r in result["records"]:
-            mine[cell_key(r)].append(r)
-        cells.update(mine)
-    return [r for rs in cells.values() for r in rs]
-
-
-def summarize(records: List[Dict[str, Any]]) -> Dict[Key, Dict[str, Any]]:
-    """Median seconds (and statements/commits) per cell; a cell is correct only if every
-    repetition was."""
-    groups: Dict[Key, List[Dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        groups[cell_key(r)].append(r)
-    out = {}
-    for key, rs in groups.items():
-        ints = lambda f: [r[f] for r in rs if isinstance(r.get(f), (int, float))]  # noqa: E731
-        out[key] = {
-            "seconds": median(r["seconds"] for r in rs),
-            "reps": len(rs),
-            "changes": rs[0]["changes"],
-            "correct": all(r.get("correct", True) for r in rs),
-            "statements": median(ints("statements")),
-            "writes": median(ints("writes")),
-            "target_commits": median(ints("target_commits")),
-            "actions": sorted({r.get("action", "") for r in rs} - {""}),
-        }
-    return out
-
-
-def _s(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:.1f}"
-
-
-def _s2(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:.2f}"
-
-
-def _ratio(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return a / b if a is not None and b else None
-
-
-def _r(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:.2f}x"
-
-
-def _pct(f: float) -> str:
-    return f"{f * 100:g}%"
-
-
-def _n(v: Optional[float]) -> str:
-    return "-" if v is None else f"{v:g}"
+# Imported here also so that callers keep finding them as `report.<name>` (bench/run.py, tests).
+from bench.summary import (FIXED_CHANGE, METHODS, Key, _diff, _dist_order, _n,  # noqa: E402
+                           _pct, _r, _ratio, _s, distribution, fixed_costs, median,
+                           merge_records, of_distribution, summarize)
+from bench.targets import targets  # noqa: E402
 
 
 def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
@@ -138,17 +59,6 @@ def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
-def fixed_costs(summary: Dict[Key, Dict[str, Any]]) -> Dict[int, Dict[str, Optional[float]]]:
-    """Per scale: median over all rounds (every distribution and fraction) of the gated skip, the
-    no-ops and dbt's overhead."""
-    by_scale: Dict[int, Dict[str, List[float]]] = defaultdict(lambda: defaultdict(list))
-    for (scale, shape, _, _, method), c in summary.items():
-        if method in ("gated_skip", "noop", "overhead_view", "overhead_table"):
-            name = method if method != "noop" else f"noop_{shape}"
-            by_scale[scale][name].append(c["seconds"])
-    return {s: {m: median(v) for m, v in d.items()} for s, d in by_scale.items()}
-
-
 def fixed_table(summary: Dict[Key, Dict[str, Any]]) -> str:
     costs = fixed_costs(summary)
     head = ("| fact rows | dbt overhead: view `select 1` s | table `select 1` s | gated skip s "
@@ -166,136 +76,6 @@ def fixed_table(summary: Dict[Key, Dict[str, Any]]) -> str:
             f"| {_s(_diff(c.get('gated_skip'), ovh))} | {_s(_diff(worst, ovh))} |"
         )
     return head + "\n".join(lines) + "\n"
-
-
-def _diff(a: Optional[float], b: Optional[float]) -> Optional[float]:
-    return a - b if a is not None and b is not None else None
-
-
-def _verdict(ok: Optional[bool]) -> str:
-    return "not measured" if ok is None else ("**met**" if ok else "**not met**")
-
-
-def targets(summary: Dict[Key, Dict[str, Any]]) -> str:
-    """Targets 1-3 are stated for the uniform distribution (the worst case); 4 uses every round."""
-    full = summary
-    summary = of_distribution(full, "uniform")  # type: ignore[assignment]
-    out = []
-    others = sorted({k[2] for k in full} - {"uniform"}, key=_dist_order)
-    if others:
-        out.append(f"Targets 1-3 are over the uniform change distribution (the worst case); "
-                   f"{', '.join(others)} are in the table above only.\n")
-    sec = lambda *k: (summary.get(k) or {}).get("seconds")  # noqa: E731
-
-    # 1. rowwise replay <= 1.3x hand MERGE everywhere
-    ratios = []
-    for (scale, shape, frac, method) in summary:
-        if shape == "rowwise" and method == "replay":
-            r = _ratio(sec(scale, shape, frac, "replay"), sec(scale, shape, frac, "hand_merge"))
-            if r is not None:
-                ratios.append((r, scale, frac))
-    if ratios:
-        worst, best = max(ratios), min(ratios)
-        met = sum(1 for r in ratios if r[0] <= 1.3)
-        out.append(f"1. Row-wise replay <= 1.3x the hand-written MERGE at every scale and fraction: "
-                   f"{_verdict(met == len(ratios))} ({met} of {len(ratios)} cells). Replay / hand "
-                   f"ranges from {best[0]:.2f}x ({best[1]:,} rows, {_pct(best[2])}) to "
-                   f"{worst[0]:.2f}x ({worst[1]:,} rows, {_pct(worst[2])}).")
-    else:
-        out.append("1. Row-wise replay vs hand MERGE: not measured.")
-
-    # 2. same absolute change size, 10x rows: replay grows <= 1.5x, rebuild ~10x
-    fixed: Dict[str, Dict[int, Dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for (scale, shape, frac, method), c in summary.items():
-        if c["changes"] == FIXED_CHANGE and method in ("replay", "rebuild"):
-            fixed[shape][scale][method] = c["seconds"]
-    growth = []
-    for shape, by_scale in fixed.items():
-        scales = sorted(by_scale)
-        for a, b in zip(scales, scales[1:]):
-            if b == 10 * a and "replay" in by_scale[a] and "replay" in by_scale[b]:
-                growth.append((shape, a, b, by_scale[b]["replay"] / by_scale[a]["replay"],
-                               _ratio(by_scale[b].get("rebuild"), by_scale[a].get("rebuild"))))
-    pair = [g for g in growth if (g[1], g[2]) == (10_000_000, 100_000_000)]
-    if pair:
-        out.append("2. 10M -> 100M rows at 10k changed rows: " + "; ".join(
-            f"{g[0]}: replay x{g[3]:.2f} ({_verdict(g[3] <= 1.5)}), rebuild x{_n(round(g[4], 2)) if g[4] else '-'}"
-            for g in pair) + ".")
-    else:
-        out.append("2. 10M -> 100M rows at 10k changed rows: **not measured** (no 10M and 100M "
-                   "cells at 10k changed rows in these results).")
-    for g in growth:
-        if (g[1], g[2]) != (10_000_000, 100_000_000):
-            out.append(f"   Measured instead, {g[1]:,} -> {g[2]:,} rows at 10k changed rows, {g[0]}: "
-                       f"replay x{g[3]:.2f}, rebuild x{g[4]:.2f}" if g[4] else
-                       f"   {g[1]:,} -> {g[2]:,}, {g[0]}: replay x{g[3]:.2f}")
-
-    # 3. 100M @ 0.1%: replay <= rebuild / 10 for rowwise and agg; crossover per shape
-    big = [(shape, _ratio(sec(100_000_000, shape, 0.001, "replay"),
-                          sec(100_000_000, shape, 0.001, "rebuild"))) for shape in ("rowwise", "agg")]
-    if all(r is not None for _, r in big):
-        out.append("3. 100M rows, 0.1% change, replay <= 1/10 of the rebuild: " + "; ".join(
-            f"{s}: replay/rebuild {r:.2f} ({_verdict(r <= 0.1)})" for s, r in big) + ".")
-    else:
-        out.append("3. 100M rows, 0.1% change, replay <= 1/10 of the rebuild: **not measured** "
-                   "(no 100M cells at 0.1% in these results). Largest measured: " + "; ".join(
-                       _largest(summary, shape) for shape in ("rowwise", "agg", "join_agg")
-                       if _largest(summary, shape)) + ".")
-    out.append("   Crossover (smallest measured table where replay beats the rebuild, per change "
-               "fraction): " + "; ".join(_crossover(summary, shape)
-                                          for shape in ("rowwise", "agg", "join_agg")
-                                          if _crossover(summary, shape)) + ".")
-
-    # 4. gated skip / no-op <= 1 s above dbt's per-model overhead (two decimals: the margin
-    # is often a few hundredths of a second, which one decimal would round across the limit)
-    costs = fixed_costs(full)
-    parts = []
-    skips: List[bool] = []
-    noop_oks: List[bool] = []
-    for scale in sorted(costs):
-        c = costs[scale]
-        ovh = c.get("overhead_view")
-        skip = _diff(c.get("gated_skip"), ovh)
-        noops = [_diff(c.get(f"noop_{s}"), ovh) for s in ("rowwise", "agg", "join_agg")
-                 if c.get(f"noop_{s}") is not None]
-        worst = max(noops, default=None)
-        if skip is not None:
-            skips.append(skip <= 1.0)
-        if worst is not None:
-            noop_oks.append(worst <= 1.0)
-        parts.append(f"{scale:,} rows: skip +{_s2(skip)} s, worst no-op +{_s2(worst)} s "
-                     f"(overhead {_s2(ovh)} s)")
-    out.append("4. Gated skip and no-op <= 1 s above dbt's per-model overhead (a `select 1` view): "
-               f"skip {_verdict(all(skips) if skips else None)}, no-op "
-               f"{_verdict(all(noop_oks) if noop_oks else None)}"
-               + (f" ({sum(noop_oks)} of {len(noop_oks)} scales)" if noop_oks else "")
-               + ". " + "; ".join(parts) + ".")
-    return "\n".join(out) + "\n"
-
-
-def _largest(summary: Dict[Cell, Dict[str, Any]], shape: str) -> str:
-    cells = [(k[0], k[2]) for k in summary if k[1] == shape and k[3] == "replay"]
-    if not cells:
-        return ""
-    scale = max(s for s, _ in cells)
-    frac = min(cells, key=lambda c: (c[0] != scale, abs(c[1] - 0.001)))[1]
-    r = _ratio(summary[(scale, shape, frac, "replay")]["seconds"],
-               (summary.get((scale, shape, frac, "rebuild")) or {}).get("seconds"))
-    return f"{shape} at {scale:,} rows / {_pct(frac)}: replay/rebuild {_r(r)}"
-
-
-def _crossover(summary: Dict[Cell, Dict[str, Any]], shape: str) -> str:
-    fracs = sorted({k[2] for k in summary if k[1] == shape and k[3] == "replay"})
-    parts = []
-    for frac in fracs:
-        scales = sorted(k[0] for k in summary if k[1:] == (shape, frac, "replay"))
-        won = [s for s in scales
-               if (summary.get((s, shape, frac, "rebuild")) or {}).get("seconds") is not None
-               and summary[(s, shape, frac, "replay")]["seconds"]
-               < summary[(s, shape, frac, "rebuild")]["seconds"]]
-        parts.append(f"{_pct(frac)}: {won[0]:,}" if won else
-                     f"{_pct(frac)}: none up to {max(scales):,}")
-    return f"{shape} ({', '.join(parts)})" if parts else ""
 
 
 def replay_breakdown(traces: List[Dict[str, Any]],

@@ -39,6 +39,8 @@ def main() -> None:
             results = list(res.result or []) if res.result is not None else []
             emit(step=step, success=res.success,
                  actions=[(r.adapter_response or {}).get("action") for r in results],
+                 resumed=[r.node.name for r in results
+                          if (r.adapter_response or {}).get("resumed")],
                  messages=[str(r.message) for r in results])
             if step == "run" and not res.success:
                 sys.exit(4)

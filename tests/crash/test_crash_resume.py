@@ -22,8 +22,8 @@ DRIVER = Path(__file__).with_name("driver.py")
 # One kill per distinct state a dead run can leave. `single` refreshes in one commit: killed
 # before it (nothing written), after it (the target's log has the refresh, the state table
 # does not), and before the invocation's state write (both models committed, no state or
-# history row). `chunked` spans four commits: killed after the first (lease held, staging
-# persisted, the log shows chunk 1 of 4). Killed while staging or after the lease leaves what
+# history row). `chunked` spans two or three commits: killed after the first (lease held,
+# staging persisted, the log shows chunk 1 of n). Killed while staging or after the lease leaves what
 # `before_commit` leaves; `after_state_write` what a finished run leaves; a chunk failing with
 # an error is tests/functional/test_resume.py, a real kill through a Thrift Server tests/thrift.
 FAIL_POINTS = ["before_commit", "after_commit", "before_state_write", "after_chunk:1"]
@@ -31,7 +31,7 @@ FAIL_POINTS = ["before_commit", "after_commit", "before_state_write", "after_chu
 PROJECT = {
     "dbt_project.yml": "name: crash\nversion: '1.0'\nconfig-version: 2\nprofile: crash\n",
     "models/chunked.sql": (
-        "{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=8) }}\n"
+        "{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=20) }}\n"
         "select id, grp, v * 2 as v2 from {{ target.schema }}.src where v >= 0\n"
     ),
     "models/single.sql": (
@@ -106,14 +106,13 @@ def drive(root: Path, *steps: str, now: datetime | None = None, expect_crash: bo
     return out
 
 
-def assert_clean(check: Dict[str, Any]) -> None:
-    """After a normal run: each target equals the model at the versions its log records, the
-    state row says the same, each (plan, chunk) committed once, and the refreshes chain their
-    version ranges (nothing consumed twice, nothing skipped)."""
+def assert_clean(check: Dict[str, Any], tables: bool) -> None:
+    """After a normal run: each target equals the model at the versions its log records, each
+    (plan, chunk) committed once, and the refreshes chain their version ranges (nothing consumed
+    twice, nothing skipped). With `tables` (after a run in which every model refreshed), the
+    state row and the history rows say the same as the log."""
     for model, found in check["models"].items():
-        assert found["phase"] == "idle", (model, found["phase"])
         assert (found["missing"], found["extra"]) == (0, 0), (model, found)
-        assert found["state_version"] == found["version"], (model, "state row not reconciled")
         commits = list(reversed(found["commits"]))  # oldest first
         seen: Dict[tuple, int] = {}
         for meta in commits:
@@ -123,7 +122,12 @@ def assert_clean(check: Dict[str, Any]) -> None:
         done = [m for m in commits if m["chunk"] == m["chunks"]]
         for prev, cur in zip(done, done[1:]):
             assert cur["from"] == prev["to"], (model, prev, cur)
-        # one history row per refresh, the one lost to a kill offered again by the next run
+        if not tables:
+            continue
+        assert found["phase"] == "idle", (model, found["phase"])
+        assert found["state_version"] == found["version"], (model, "state row not reconciled")
+        # one history row per refresh: the ones lost to kills (three in a row) recorded by the
+        # next refresh from the target's log
         # (rows recorded from the log carry the commit's time, the others the test's clock)
         to_versions = sorted(json.dumps(json.loads(h), sort_keys=True) for h in found["history_to"])
         expected = sorted(json.dumps({k: v["version"] for k, v in m["to"].items()}, sort_keys=True)
@@ -141,12 +145,16 @@ def test_every_fail_point_resumes(tmp_path: Path) -> None:
     for i, point in enumerate(FAIL_POINTS):
         clock += timedelta(days=1)  # every lease taken so far has expired (lease_timeout 1h)
         nxt = FAIL_POINTS[i + 1] if i + 1 < len(FAIL_POINTS) else None
-        # a normal run after the kill finishes or resumes what it left; after one more change
-        # and run (every model refreshes, so every state row is written again) the check
-        steps = ["run", "change", "run", "check"] + (["change", f"crash:{nxt}"] if nxt else [])
+        # a normal run after the kill finishes or resumes what it left (so the state and history
+        # tables miss the refreshes of three killed invocations in a row); at the end one more
+        # change and run (every model refreshes and writes its rows) and the full check
+        steps = ["run", "check"] + (["change", f"crash:{nxt}"] if nxt else ["change", "run", "check"])
         out = drive(tmp_path, *steps, now=clock, expect_crash=nxt is not None)
         runs = [o for o in out if o.get("step") == "run"]
         checks = [o for o in out if o.get("step") == "check"]
         assert all(r["success"] for r in runs), (point, out)
-        for check in checks:
-            assert_clean(check)
+        # only a kill between chunks leaves a plan to resume, and the next run resumes it
+        assert runs[0]["resumed"] == (["chunked"] if point.startswith("after_chunk") else []), (
+            point, runs[0])
+        for n, check in enumerate(checks):
+            assert_clean(check, tables=nxt is None and n == len(checks) - 1)

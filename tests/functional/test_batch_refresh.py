@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
 import pytest
 
 from dbt.tests.util import run_dbt_and_capture
@@ -44,6 +46,17 @@ select customer, count(*) as n, sum(amount2) as total from {{ ref('orders_rw') }
 
 ALL = ["orders_rw", "orders_keyless", "orders_chained", "customer_totals"]
 
+# The consistency check users attach (issue 19.8): it must pass after every refresh and fail,
+# naming the rows, once a target is written by hand.
+CONSISTENT = """
+version: 2
+models:
+  - name: orders_rw
+    data_tests: [batch_refresh_consistent]
+  - name: customer_totals
+    data_tests: [batch_refresh_consistent]
+"""
+
 
 def create_source(project, cdf: bool = True) -> str:
     relation = f"{project.test_schema}.src_orders"
@@ -67,6 +80,7 @@ class TestBackfillThenReplay:
             "orders_keyless.sql": KEYLESS,
             "orders_chained.sql": CHAINED,
             "customer_totals.sql": AGGREGATE,
+            "consistent.yml": CONSISTENT,
         }
 
     def test_lifecycle(self, project):
@@ -118,6 +132,7 @@ class TestBackfillThenReplay:
         project.run_sql(f"update {src} set id = 30 where id = 3")
         project.run_sql(f"update {src} set status = 'hidden' where id = 5")
         project.run_sql(f"update {src} set status = 'ok' where id = 4")
+        project.run_sql(f"update {src} set amount = amount where id = 6")  # changes nothing
         run_ok(["run", "--exclude", "orders_keyless"])
         last = history(project, "orders_rw")[-1]
         assert last["action"] == "replay"
@@ -127,6 +142,12 @@ class TestBackfillThenReplay:
         assert actions(project, "orders_chained")[-1] == "replay"
         for model in ["orders_rw", "orders_chained", "customer_totals"]:
             assert_contract(project, model)
+        # the target's own change feed carries only real changes: no update whose pre- and
+        # post-image are equal (the no-op update of id 6 upstream left no trace)
+        for model in ["orders_rw", "customer_totals"]:
+            assert equal_updates(project, f"{schema}.{model}") == 0, model
+        # users can ask for the contract themselves
+        run_ok(["test", "--select", "orders_rw", "customer_totals"])
 
         # 5. the keyless model cannot apply updates/deletes: one clear error, target untouched
         before = table_version(project, f"{schema}.orders_keyless")
@@ -144,11 +165,34 @@ class TestBackfillThenReplay:
             assert actions(project, model)[-1] == "backfill"
             assert_contract(project, model)
 
+        # 7. a target written by hand: the consistency test fails with one failure per
+        # differing row, and batch_refresh_verify names them
+        project.run_sql(f"update {schema}.orders_rw set amount2 = -1 where id = 1")
+        _, output = run_dbt_and_capture(["test", "--select", "orders_rw"], expect_pass=False)
+        assert "Got 2 results" in output
+        output = run_fails(["run-operation", "batch_refresh_verify", "--args", "{model: orders_rw}"])
+        assert "1 rows only in the target, 1 rows only in the model" in output
+        assert "only in target: id=1, customer=a, amount2=-1" in output
+        assert "only in model: id=1, customer=a, amount2=22" in output
+        assert "Traceback" not in output
+
 
 GATED = """
 {{ config(materialized='batch_refresh', unique_key='id', refresh_interval='2h') }}
 select id, amount from {{ source('raw', 'src_orders') }}
 """
+
+
+def equal_updates(project, relation: str) -> int:
+    """Updates in `relation`'s change feed whose pre- and post-image are the same row."""
+    cols = ", ".join(f"`{r['col_name']}`" for r in rows(project, f"describe {relation}")
+                     if r["col_name"] and not r["col_name"].startswith("#"))
+    changes = f"table_changes('{relation}', 0)"
+    return rows(project, (
+        f"select count(*) as n from (select _commit_version, {cols} from {changes} "
+        f"where _change_type = 'update_preimage' intersect all "
+        f"select _commit_version, {cols} from {changes} where _change_type = 'update_postimage')"
+    ))[0]["n"]
 
 
 class TestIntervalGate:
@@ -161,13 +205,15 @@ class TestIntervalGate:
         run_ok(["run"])
         target = f"{project.test_schema}.gated"
         version = table_version(project, target)
+        consumed_at = rows(project, f"describe history {src} limit 1")[0]["timestamp"]
 
         project.run_sql(f"insert into {src} values (9, 'z', 90, 'ok')")
         # Clock just after the change: consumed data is younger than 2h, the gate stays closed.
         results = run_ok(["run"])
         response = results[0].adapter_response
         assert response["action"] == "skip"
-        assert response["next_due"] is not None
+        # due 2h after the commit time of the upstream version the model consumed
+        assert datetime.fromisoformat(response["next_due"]) == consumed_at + timedelta(hours=2)
         assert "gate closed" in response["_message"] and "next due" in response["_message"]
         assert table_version(project, target) == version
         assert actions(project, "gated") == ["backfill"]

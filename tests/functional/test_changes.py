@@ -49,7 +49,22 @@ MODELS.update({
                    "select id, v from {{ target.schema }}.src_never_created\n",
     "retention.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
                      "select id, v from {{ target.schema }}.src_retention\n",
+    # The NULL-supplying side of an outer join changes under a filtered group key: the
+    # affected key of a NULL-region customer is NULL, a tombstone, not a NULL output key.
+    "outer.sql": "{{ config(materialized='batch_refresh', unique_key='region') }}\n"
+                 "select c.region, count(o.id) as n_orders, sum(o.amount) as amount "
+                 "from {{ target.schema }}.cust_outer c left join {{ target.schema }}.ord_outer o "
+                 "on o.cust_id = c.id where c.region is not null group by c.region\n",
+    # Several chunks; a new row takes the key of an unchanged row (k = 101 % 100 = 1).
+    "collide.sql": "{{ config(materialized='batch_refresh', unique_key='k', merge_chunk_rows=1) }}\n"
+                   "select id % 100 as k, v from {{ target.schema }}.src_collide\n",
 })
+# Keyless models replay by appending; a gap met by their append check must still be a gap.
+KEYLESS_GAPS = ["vacuum", "logret"]
+MODELS.update({
+    f"{case}_keyless.sql": "{{ config(materialized='batch_refresh', on_change_feed_gap='rebuild') }}\n"
+                           f"select id, v from {{{{ target.schema }}}}.src_{case}_keyless\n"
+    for case in KEYLESS_GAPS})
 
 
 def create(project, name: str, extra: str = "", props: str = "") -> str:
@@ -127,6 +142,15 @@ class TestWorldMoves:
         nullkeys = create(project, "src_nullkeys")
         retention = create(project, "src_retention",
                            props=", 'delta.deletedFileRetentionDuration' = 'interval 1 days'")
+        keyless = {case: create(project, f"src_{case}_keyless") for case in KEYLESS_GAPS}
+        collide = create(project, "src_collide")
+        for name, cols, values in (("cust_outer", "id int, region string",
+                                    "(1, 'eu'), (2, null), (3, 'us')"),
+                                   ("ord_outer", "id int, cust_id int, amount int",
+                                    "(1, 1, 10), (2, 2, 20), (3, 3, 30)")):
+            project.run_sql(f"create table {schema}.{name} ({cols}) using delta "
+                            f"tblproperties (delta.enableChangeDataFeed = true)")
+            project.run_sql(f"insert into {schema}.{name} values {values}")
 
         _, output = run_dbt_and_capture(["run"], expect_pass=False)
         # bad keys fail before any target exists, with the offending keys and counts
@@ -155,6 +179,12 @@ class TestWorldMoves:
         project.run_sql(f"insert into {additive} values (4, 40, 2, 'x')")
         project.run_sql(f"update {additive} set v = 0, extra = 'y' where id = 1")
         project.run_sql(f"update {retention} set v = 0 where id = 1")
+        for case, src in keyless.items():
+            perturb(project, case, src)
+        project.run_sql(f"update {schema}.ord_outer set amount = amount + 1 where id in (1, 2)")
+        project.run_sql(f"insert into {collide} values " + ", ".join(
+            f"({i}, {i}, 1)" for i in [*range(4, 12), 101]))
+        collide_version = table_version(project, f"{schema}.collide")
 
         untouched = {case: table_version(project, f"{schema}.{case}_fail") for case in FAIL_CASES}
         # 20 hours after the consumed commit: under a quarter of the 1-day retention is left
@@ -199,6 +229,24 @@ class TestWorldMoves:
         # retention guard
         assert "upstream " + retention in output and "left before" in output
         assert actions(project, "retention") == ["backfill", "replay"]
+        # a keyless model's gap is a gap (its append check reads the change feed lazily)
+        for case in KEYLESS_GAPS:
+            last = history(project, f"{case}_keyless")[-1]
+            assert last["action"] == "backfill", (case, last)
+            assert expected_gap[case] in last["reason"], (case, last["reason"])
+            assert_contract(project, f"{case}_keyless")
+        # a NULL affected key of an outer join is no NULL output key
+        assert actions(project, "outer") == ["backfill", "replay"]
+        assert_contract(project, "outer")
+        # a key collision in any chunk fails before the first chunk: target untouched, no
+        # lease left, and fixing the upstream lets the next run through
+        assert "batch_refresh model 'collide': bad unique_key; the target was not touched" in output
+        assert table_version(project, f"{schema}.collide") == collide_version
+        assert state(project, "collide")["phase"] == "idle"
+        project.run_sql(f"delete from {collide} where id = 101")
+        run_dbt_and_capture(["run", "--select", "collide"])
+        assert actions(project, "collide") == ["backfill", "replay"]
+        assert_contract(project, "collide")
         # fixed keys build
         assert actions(project, "nullkeys") == ["backfill"]
         assert_contract(project, "nullkeys")

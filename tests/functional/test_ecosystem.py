@@ -140,7 +140,7 @@ class TestExampleProjectEcosystem:
         for r in results:
             by_type[r.node.resource_type] = by_type.get(r.node.resource_type, 0) + 1
             assert r.status in ("success", "pass"), (r.node.unique_id, r.status, r.message)
-        assert by_type == {"seed": 2, "model": 4, "test": 6}
+        assert by_type == {"seed": 2, "model": 4, "test": 9}  # 3 of them batch_refresh_consistent
 
         found = responses(project)
         assert set(found) == set(BATCH_MODELS)
@@ -288,7 +288,8 @@ class TestExampleProjectEcosystem:
         assert actions(project, "orders_enriched") == ["backfill", "replay", "replay"]
         assert_contract(project, "orders_enriched")
         tests = run_ok(["test", "--select", "orders_enriched"])
-        assert len(tests) == 2 and all(t.status == "pass" for t in tests)
+        # unique, not_null and batch_refresh_consistent (the contract, as users check it)
+        assert len(tests) == 3 and all(t.status == "pass" for t in tests)
 
     # ------------------------------------------------------------------ --select, --full-refresh
     def select_and_full_refresh(self, project, schema):

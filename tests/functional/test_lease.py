@@ -67,3 +67,25 @@ class TestLeaseRace:
                     f"select run_id from {schema}.batch_refresh_state where model_id = '{model_id}'")
             assert len(rows) == 1
         assert len(outcomes) == 2 * TRIALS
+
+    def test_a_run_that_lost_its_lease_is_told(self, project):
+        """A lease that expired mid-merge and was taken over: the first run's progress write
+        changes nothing and says so (ChunkedApply then stops with a lease error)."""
+        schema = f"{project.test_schema}_leases"
+        model_id = "model.race.lost"
+        start = datetime(2030, 1, 1)
+        with project.adapter.connection_named("lost"):
+            store = StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql)
+            store.ensure()
+            assert store.take_lease(model_id=model_id, relation="x", seen=None, run_id="first",
+                                    holder="a", now=start, until=start + timedelta(minutes=1),
+                                    plan={"p": 1}, chunks=3)
+            assert store.chunk_done(model_id, "first", 1, start, start + timedelta(minutes=1))
+            later = start + timedelta(minutes=5)  # past the lease: another run takes it over
+            assert store.take_lease(model_id=model_id, relation="x", seen=store.read(model_id),
+                                    run_id="second", holder="b", now=later,
+                                    until=later + timedelta(minutes=1), plan={"p": 1}, chunks=3,
+                                    keep_progress=True)
+            assert store.chunk_done(model_id, "first", 2, later, later) is False
+            row = store.read(model_id)
+            assert (row.run_id, row.chunks_done) == ("second", 1)

@@ -49,6 +49,12 @@ def _cached_jars() -> Optional[List[str]]:
         return None
 
 
+# The server runs in a time zone of its own (UTC-11, no daylight saving; test clients here run
+# in UTC): commit times it renders are hours behind the client's clock, so a refresh that
+# compared them with the client's clock would open the interval gate hours early.
+SERVER_TZ = "Pacific/Pago_Pago"
+
+
 def server_confs(base: Path) -> Dict[str, str]:
     settings = replace(SessionSettings(), cached_jars=_cached_jars())
     confs = {
@@ -62,9 +68,10 @@ def server_confs(base: Path) -> Dict[str, str]:
         ),
         "spark.driver.extraJavaOptions": (
             f"-Dderby.system.home={base} -Dlog4j.configurationFile=file:{LOG4J_CONFIG} "
-            + JVM_OPTIONS
+            f"-Duser.timezone={SERVER_TZ} " + JVM_OPTIONS
         ),
         "spark.driver.memory": "2g",
+        "spark.sql.session.timeZone": SERVER_TZ,
         "spark.sql.sources.default": "delta",
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
         **PARTITION_CONFS,

@@ -83,6 +83,12 @@ from {{ source('raw', 'orders') }}
 where amount > 0
 """
 MODELS = ["rows_m", "agg_m", "chain_m", "race_m"]
+# Gated: its upstream changes minutes apart, so every refresh after the backfill is a skip, on
+# the server's clock (the server runs in another time zone, tests/thrift/server.py).
+GATE_M = """
+{{ config(materialized='batch_refresh', unique_key='id', refresh_interval='2h') }}
+select id, amount from {{ source('raw', 'orders') }}
+"""
 
 
 def _contract(project: Any, model: str, compiled: Optional[str] = None) -> None:
@@ -187,6 +193,7 @@ class TestThriftServer:
             "agg_m.sql": AGG_M,
             "chain_m.sql": CHAIN_M,
             "race_m.sql": RACE_M,
+            "gate_m.sql": GATE_M,
         }
 
     @pytest.fixture(scope="class")
@@ -223,6 +230,9 @@ class TestThriftServer:
         for m in MODELS:
             assert second[m].adapter_response["fallback_reason"] == "", (m, second[m].adapter_response)
             _contract(project, m)
+        assert first["gate_m"].adapter_response["action"] == "backfill"
+        gated = second["gate_m"].adapter_response
+        assert gated["action"] == "skip" and "gate closed" in gated["_message"], gated
 
     def test_killed_run_resumes(self, project, work, monkeypatch):
         _change_orders(project, 1)

@@ -24,6 +24,14 @@ def test_cleanup_deletes_the_work_dir_unless_kept(tmp_path):
     assert run.parse_args(["--keep"]).keep and not run.parse_args([]).keep
 
 
+def test_incremental_models_can_be_left_out():
+    bench = run.Bench.__new__(run.Bench)
+    bench.args = run.parse_args(["--shapes", "rowwise", "--no-incremental"])
+    assert bench.all_models() == ["br_rowwise", "tbl_rowwise", "gate_rowwise", "ovh_view", "ovh_table"]
+    bench.args = run.parse_args(["--shapes", "rowwise"])
+    assert "inc_rowwise" in bench.all_models()
+
+
 def test_scales_and_fractions_parse():
     args = run.parse_args(["--scales", "1e6,10000000", "--fractions", "0.001", "--shapes", "agg"])
     assert (args.scales, args.fractions, args.shapes) == ([1_000_000, 10_000_000], [0.001], ["agg"])

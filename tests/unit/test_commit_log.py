@@ -47,3 +47,22 @@ def test_target_log_skips_maintenance_and_names_outside_writes():
     assert log.last is not None and log.outside == "v11: WRITE"
     old_format = json.dumps({"batch_refresh_plan": "x", "chunk": 1, "chunks": 1})
     assert TargetLog.from_history([_entry(old_format, 3)], "model.p.m").last is None
+
+
+def test_the_refresh_records_its_own_commit_not_the_newest():
+    """Issue 19.5: an outside commit landing between the refresh's write and its read of the
+    log is not taken as the refresh's own (its version, and so the state row's, is the one the
+    plan id is found at)."""
+    from dbt.adapters.spark_batch_refresh.apply import Applier
+    from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+    from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest
+
+    log = [_entry(None, 8, "WRITE"), _entry(COMMIT.to_metadata(), 7)]  # newest first
+    fetch = lambda sql: log if sql.startswith("DESCRIBE HISTORY") else []  # noqa: E731
+    req = RefreshRequest(model="m", model_id="model.p.m", target="s.m", sql="select 1",
+                         raw_config={}, target_options="", target_kind="delta",
+                         state_schema="s_br", full_refresh=False, force=False)
+    landed = Applier(fetch, lambda sql: None, DeltaReader(fetch))._landed(req, COMMIT, None)
+    assert (landed.version, landed.plan_id) == (7, "abc")
+    # ... and the next run sees the outside write on top of it
+    assert TargetLog.from_history(log, "model.p.m").outside == "v8: WRITE"

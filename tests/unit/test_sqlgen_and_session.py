@@ -51,6 +51,19 @@ def test_merge_guard_refuses_new_rows_on_unchanged_keys_first():
     assert "raise_error" not in sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "v"], False)
 
 
+def test_new_key_collisions_count_what_the_guard_fails_on():
+    sql = sqlgen.new_key_collisions("s.t", "st", ["id"], ("1", "9"))
+    assert "JOIN s.t t ON t.`id` = s._br_k_0 AND t.`id` BETWEEN 1 AND 9" in sql
+    assert sql.endswith("WHERE s._br_present IS NOT NULL AND s._br_had_old IS NULL")
+
+
+def test_key_quality_counts_null_keys_of_output_rows_only():
+    sql = sqlgen.key_quality("st", ["a", "b"])
+    # a tombstone with a NULL key (outer join) is no NULL output key, but is outside DISTINCT
+    assert "WHEN (_br_k_0 IS NULL OR _br_k_1 IS NULL) AND _br_present THEN 1" in sql
+    assert "WHEN _br_k_0 IS NULL OR _br_k_1 IS NULL THEN 1 ELSE 0 END), 0) AS null_any" in sql
+
+
 def test_merge_compares_maps_as_json():
     sql = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "m", "v"], delete_missing=False,
                                unordered=["m"])

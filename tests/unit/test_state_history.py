@@ -55,3 +55,26 @@ def test_history_row_from_a_commit_alone():
     assert (row["rows_inserted"], row["rows_updated"], row["rows_deleted"]) == (2, 1, 0)
     assert row["versions_from"] == '{"s.t": 3}' and row["versions_to"] == '{"s.t": 5}'
     assert row["run_id"] == "p2"
+
+
+def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
+    """The state row says refresh 2; this run made refresh 5 and re-offers 4 (previous): the
+    log's refresh 3, which no state write saw, is recorded from the target's history."""
+    ran: List[str] = []
+    log = [{"version": 10 - r, "userMetadata": _commit("model.p.a", r).to_metadata(),
+            "timestamp": T, "operationMetrics": {}} for r in (5, 4, 3, 2)]
+
+    def fetch(sql: str):
+        if sql.startswith("SELECT model_id, refresh"):
+            return [{"model_id": "model.p.a", "refresh": 2}, {"model_id": "model.p.b", "refresh": 4}]
+        assert sql == "DESCRIBE HISTORY x.a LIMIT 50", sql  # only the model that lags
+        return log
+
+    for model, relation in (("model.p.a", "x.a"), ("model.p.b", "x.b")):
+        Recorder.add(Outcome("s", model, relation, T, commit=_commit(model, 5),
+                             history=history_row(_commit(model, 5), None, T, T),
+                             previous=history_row(_commit(model, 4), None, T, T)))
+    Recorder.flush(fetch, ran.append)
+    insert = ran[-1]
+    assert insert.count("UNION ALL") == 4  # a: 3, 4, 5; b: 4, 5 (a's 4 offered twice, once kept)
+    assert "CAST('p3' AS STRING) AS run_id" in insert and "'p2'" not in insert

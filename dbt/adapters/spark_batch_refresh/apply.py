@@ -109,7 +109,7 @@ class Applier:
         merge = sqlgen.merge_staging(
             req.target, source, config.unique_key, columns, delete_missing=commit.action == FULL,
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
-            guard_new_keys=any(n == sqlgen.HAD_OLD for n, _ in staged.columns),
+            guard_new_keys=_from_changes(staged),
             unordered=[n for n, t in staged.columns if not sa.groupable_type(t)],
             key_range=staged.key_range)
         try:
@@ -117,14 +117,19 @@ class Applier:
         except DbtRuntimeError as exc:
             if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
                 raise
-            raise BatchRefreshUserError(
-                req.model, "bad unique_key; this merge was not applied",
-                [f"unique_key ({', '.join(config.unique_key)}) is not unique in the model "
-                 "output: a changed upstream row produces the key of a row that did not change.",
-                 "Fix: choose a unique_key that identifies one output row, or "
-                 "de-duplicate the model."],
-            ) from None
+            raise _collision(req, config, "this merge was not applied") from None
         return merge_counts(merged)
+
+    def check_new_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
+                       staged: Staged) -> None:
+        """Before the first of several chunks: the MERGE guard's check over the whole staging,
+        so a bad key fails the refresh with the target untouched (not after chunk 1 landed)."""
+        if not config.unique_key or not _from_changes(staged):
+            return
+        found = self._fetch(sqlgen.new_key_collisions(req.target, staged.source,
+                                                      config.unique_key, staged.key_range))
+        if found and int(found[0]["collisions"]):
+            raise _collision(req, config, "the target was not touched")
 
     def _append(self, req: RefreshRequest, commit: RefreshCommit, cols: str) -> Dict[str, int]:
         (upstream, point), = commit.pinned.items()
@@ -143,6 +148,20 @@ class Applier:
 
     def drop_staging_table(self, table: str) -> None:
         self._run(f"DROP TABLE IF EXISTS {table}")
+
+
+def _from_changes(staged: Staged) -> bool:
+    """Changes-only staging (it marks the keys that had a row): its MERGE guards new keys."""
+    return any(n == sqlgen.HAD_OLD for n, _ in staged.columns)
+
+
+def _collision(req: RefreshRequest, config: BatchRefreshConfig,
+               outcome: str) -> BatchRefreshUserError:
+    return BatchRefreshUserError(
+        req.model, f"bad unique_key; {outcome}",
+        [f"unique_key ({', '.join(config.unique_key)}) is not unique in the model "
+         "output: a changed upstream row produces the key of a row that did not change.",
+         "Fix: choose a unique_key that identifies one output row, or de-duplicate the model."])
 
 
 def merge_counts(rows: List[Dict[str, Any]]) -> Dict[str, int]:

@@ -56,6 +56,7 @@ class ChunkedApply:
               commit: RefreshCommit, chunks: int, result: RefreshResult,
               now: datetime) -> RefreshCommit:
         """A new plan: lease, persist staging, then every chunk."""
+        self._applier.check_new_keys(req, config, staged)
         self._store.ensure()
         row = self._store.read(req.model_id)
         holder = self._lease(req, config, row, commit, chunks, staged.rows, now, resumed=False)
@@ -100,7 +101,7 @@ class ChunkedApply:
         landed = self._chunks(req, config, staged, base, last.chunks, result, done, holder)
         Recorder.add(Outcome(
             req.state_schema, req.model_id, req.target, current_time(), commit=landed,
-            history=history_row(landed, result, now, current_time(),
+            sql=req.sql, history=history_row(landed, result, now, current_time(),
                                 f"resumed by run {row.run_id if row else ''}".strip())))
         return result
 
@@ -144,9 +145,13 @@ class ChunkedApply:
                 landed = self._applier.commit(req, config, staged, base.for_chunk(chunk, chunks),
                                               result)
                 done.add(chunk)
-                self._store.chunk_done(req.model_id, run_id, chunk, current_time(),
-                                       current_time() + timedelta(seconds=config.lease_timeout_s))
+                if not self._store.chunk_done(
+                        req.model_id, run_id, chunk, current_time(),
+                        current_time() + timedelta(seconds=config.lease_timeout_s)):
+                    raise lost_lease(req, self._store.read(req.model_id), chunk, chunks)
                 fail_point(f"after_chunk:{chunk}")
+        except BatchRefreshLeaseError:
+            raise  # the lease is another run's: nothing of ours to release or drop
         except ConcurrentRefresh:
             # Another run committed this refresh before our first chunk: nothing of ours landed.
             self._release(req, run_id, touched=False, outcome="refreshed concurrently")
@@ -170,6 +175,17 @@ class ChunkedApply:
             logger.warning(
                 f"batch_refresh model '{req.model}': could not release the lease ({exc}); it "
                 f"expires at its lease_timeout.")
+
+
+def lost_lease(req: RefreshRequest, row: Optional[StateRow], chunk: int,
+               chunks: int) -> BatchRefreshLeaseError:
+    """The lease expired while this run merged and another run took it over."""
+    holder = f"run {row.run_id} by {row.lease_holder}" if row is not None else "another run"
+    return BatchRefreshLeaseError(
+        f"batch_refresh model '{req.model}': this run lost the refresh lease to {holder} after "
+        f"committing chunk {chunk} of {chunks}, and stopped. The committed chunks are in the "
+        f"target's log; the run holding the lease applies the rest, each exactly once. Raise "
+        f"the model's lease_timeout above the time a chunk takes.")
 
 
 def lease_error(req: RefreshRequest, row: Optional[StateRow]) -> BatchRefreshLeaseError:

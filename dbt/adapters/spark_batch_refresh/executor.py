@@ -250,7 +250,7 @@ class Refresher:
         previous = run.log.last
         Recorder.add(Outcome(
             req.state_schema, req.model_id, req.target, current_time(), commit=landed,
-            history=history_row(landed, result, run.started, current_time()),
+            sql=req.sql, history=history_row(landed, result, run.started, current_time()),
             previous=(history_row(previous, None, previous.timestamp or run.started,
                                   previous.timestamp or run.started, "recorded from the target's log")
                       if previous is not None and previous.complete else None)))

@@ -14,6 +14,7 @@ from dbt.adapters.base.relation import BaseRelation, InformationSchema
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
@@ -27,7 +28,8 @@ from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnec
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.executor import Refresher
 from dbt.adapters.spark_batch_refresh.record import Recorder
-from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest, current_time
+from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest, current_time, sync_clock
+from dbt.adapters.spark_batch_refresh.verify import Verifier
 from dbt.adapters.spark_batch_refresh.state import (
     HISTORY_TABLE, STATE_TABLE, StateStore, points_json)
 
@@ -107,14 +109,27 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         _, cursor = self.connections.add_query(sql, auto_begin=False)
         description = cursor.description or []
         names = [d[0] for d in description]
-        rows = cursor.fetchall() if names else []
+        try:
+            rows = cursor.fetchall() if names else []
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a lazy read fails here, not in execute
+            # The session cursor runs a SELECT when its rows are fetched: a change-feed gap
+            # (vacuumed files) surfaces here and must reach the gap handler as a dbt error.
+            raise DbtRuntimeError(str(exc)) from exc
         return [dict(zip(names, tuple(row))) for row in rows or []]
 
     def _run_sql(self, sql: str) -> None:
         self.connections.add_query(sql, auto_begin=False)
 
     def _refresher(self) -> Refresher:
+        self._sync_clock()
         return Refresher(self._fetch_dicts, self._run_sql)
+
+    def _sync_clock(self) -> None:
+        """A remote server's clock (and time zone) is the one times are compared on."""
+        if self.config.credentials.method != SparkConnectionMethod.SESSION:
+            sync_clock(self._fetch_dicts)
 
     # ------------------------------------------------------------------ materialization
     @available.parse(lambda *a, **k: (BatchRefreshResponse(_message="PARSE"), {}))
@@ -245,6 +260,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 history = [h for h in history if str(h.get("model_id")) in wanted]
         self._reconcile_from_logs(infos, states)
         latest = self._latest_upstreams(states.values())
+        self._sync_clock()
         return status_report.render(infos, states, history, latest, current_time())
 
     def _reconcile_from_logs(self, infos: List[status_report.ModelInfo],
@@ -329,6 +345,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
         store.ensure()
         row = store.read(model_id)
+        self._sync_clock()
         now = current_time()
         if row is None:
             return f"{model_id}: no refresh state; nothing to unlock."
@@ -375,6 +392,25 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 feed = explain.props_change_feed(refresher.reader.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
         return explain.render(model, config, analysis, upstreams, phase)
+
+    @available.parse(lambda *a, **k: "select 1 as batch_refresh_side where false")
+    def batch_refresh_consistency_sql(self, model: str, model_id: str, relation: str,
+                                      state_schema: str) -> str:
+        """The `batch_refresh_consistent` test's query: every row that differs."""
+        query, _ = Verifier(self._fetch_dicts, self._run_sql).differences(
+            model, model_id, _render(relation), state_schema)
+        return query
+
+    @available
+    def batch_refresh_verify(self, model: str, model_id: str, relation: str,
+                             state_schema: str) -> str:
+        """`dbt run-operation batch_refresh_verify`: counts and examples; an error if they differ."""
+        verdict = Verifier(self._fetch_dicts, self._run_sql).verify(
+            model, model_id, _render(relation), state_schema)
+        if not verdict.consistent:
+            raise DbtRuntimeError(verdict.render())
+        return verdict.render()
+
 
 def _render(relation: str) -> str:
     """`schema.name` as a quoted relation."""

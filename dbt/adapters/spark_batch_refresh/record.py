@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
+from dbt.adapters.spark_batch_refresh.delta import LOG_LOOKBACK
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.state import StateStore, points_json
@@ -38,6 +39,7 @@ class Outcome:
     history: Optional[Dict[str, Any]] = None
     previous: Optional[Dict[str, Any]] = None  # the refresh it started from (reconciliation)
     error: Optional[str] = None
+    sql: Optional[str] = None  # the compiled model SQL the refresh ran (for verify.py)
 
 
 def history_row(commit: RefreshCommit, result: Optional[RefreshResult], started: datetime,
@@ -81,6 +83,7 @@ def state_values(outcome: Outcome) -> Dict[str, Any]:
         "target_committed_at": commit.timestamp, "refresh": commit.refresh,
         "last_refresh_at": outcome.now, "last_action": commit.action, "last_outcome": "success",
         "chunks_total": commit.chunks, "staged_rows": commit.staged_rows, "now": outcome.now,
+        "model_sql": outcome.sql,
     }
 
 
@@ -96,6 +99,16 @@ class Recorder:
             cls._pending.setdefault(outcome.state_schema, {})[outcome.model_id] = outcome
 
     @classmethod
+    def recorded(cls, model_id: str) -> Optional[Outcome]:
+        """This invocation's not yet written outcome of a model (`dbt build` tests a model in
+        the same invocation that refreshed it, before the state write)."""
+        with cls._lock:
+            for outcomes in cls._pending.values():
+                if model_id in outcomes:
+                    return outcomes[model_id]
+        return None
+
+    @classmethod
     def pending(cls) -> bool:
         with cls._lock:
             return any(cls._pending.values())
@@ -108,11 +121,40 @@ class Recorder:
         for schema, outcomes in pending.items():
             store = StateStore(schema, fetch, run)
             store.ensure()
+            lost = _lost_history(store, fetch, list(outcomes.values()))
             fail_point("before_state_write")
             store.upsert([state_values(o) for o in outcomes.values()])
             fail_point("after_state_write")
-            rows: List[Dict[str, Any]] = []
+            rows: List[Dict[str, Any]] = lost
             for o in outcomes.values():
                 rows.extend(r for r in (o.previous, o.history) if r is not None)
             if rows:
                 store.append_history(rows, relations={o.model_id: o.relation for o in outcomes.values()})
+
+
+def _lost_history(store: StateStore, fetch: Fetch, outcomes: List[Outcome]) -> List[Dict[str, Any]]:
+    """History rows of refreshes older than the one a refresh started from that no state
+    write recorded (consecutive invocations killed after their commits), from the targets' logs.
+
+    Each refresh re-offers the one before it (Outcome.previous); only a model whose state row
+    lags further behind costs a read of its log, so this is one small state read otherwise.
+    """
+    def offered(o: Outcome) -> int:  # the refreshes this outcome itself offers
+        return 2 if o.previous is not None else 1
+
+    candidates = [o for o in outcomes if o.commit is not None and o.commit.refresh > offered(o)]
+    if not candidates:
+        return []
+    recorded = store.refreshes(o.model_id for o in candidates)
+    rows: List[Dict[str, Any]] = []
+    for o in candidates:
+        assert o.commit is not None
+        have, newest = recorded.get(o.model_id, 0), o.commit.refresh
+        if newest - have <= offered(o):
+            continue
+        for entry in fetch(f"DESCRIBE HISTORY {o.relation} LIMIT {LOG_LOOKBACK}"):
+            found = RefreshCommit.from_history(entry, o.model_id)
+            if found is not None and found.complete and have < found.refresh < newest:
+                when = found.timestamp or o.now
+                rows.append(history_row(found, None, when, when, "recorded from the target's log"))
+    return rows

@@ -118,7 +118,10 @@ def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False
               f"CAST(max({aliases[0]}) AS STRING) AS key_max" if key_range else "")
     return (
         f"SELECT count(*) AS staged, count(DISTINCT {', '.join(aliases)}) AS distinct_keys, "
-        f"coalesce(sum(CASE WHEN {null_test} THEN 1 ELSE 0 END), 0) AS null_keys, "
+        # A tombstone's key may be NULL (an outer join's NULL-supplying side changed under a
+        # filtered key): not an output row, so not a NULL key, but outside count(DISTINCT).
+        f"coalesce(sum(CASE WHEN ({null_test}) AND {PRESENT} THEN 1 ELSE 0 END), 0) AS null_keys, "
+        f"coalesce(sum(CASE WHEN {null_test} THEN 1 ELSE 0 END), 0) AS null_any, "
         f"coalesce(sum(CASE WHEN {PRESENT} IS NULL THEN 1 ELSE 0 END), 0) AS tombstones"
         f"{bounds} FROM {staging}"
     )
@@ -214,6 +217,19 @@ def merge_staging(
             guard = f" AND pmod(xxhash64({tcols}), {chunk[1]}) = {chunk[0] - 1}"
         clauses.append(f"WHEN NOT MATCHED BY SOURCE{guard} THEN DELETE")
     return f"MERGE INTO {target} t\nUSING {staging} s\nON {on}\n" + "\n".join(clauses)
+
+
+def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
+                       key_range: Optional[tuple[str, str]] = None) -> str:
+    """Count what `guard_new_keys` fails a MERGE on, over the whole staging: new rows whose key
+    matches a target row that did not change. A merge of several chunks checks this before
+    its first chunk, since a chunk that tripped the guard would leave earlier chunks applied."""
+    aliases = key_aliases(unique_key)
+    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
+    if key_range is not None and len(unique_key) == 1:
+        on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
+    return (f"SELECT count(*) AS collisions FROM {staging} s JOIN {target} t ON {on} "
+            f"WHERE s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL")
 
 
 def model_columns(staging_columns: Iterable[str]) -> List[str]:

@@ -114,7 +114,7 @@ class Stager:
         problems = []
         if int(quality["null_keys"]):
             problems.append(f"{quality['null_keys']} output rows have a NULL in unique_key ({key}).")
-        if int(quality["staged"]) - int(quality["null_keys"]) != int(quality["distinct_keys"]):
+        if int(quality["staged"]) - int(quality["null_any"]) != int(quality["distinct_keys"]):
             examples = self._fetch(sqlgen.duplicate_examples(staged.source, config.unique_key))
             shown = "; ".join(
                 "(" + ", ".join(str(v) for k, v in ex.items() if k != "n") + f") x{ex['n']}"

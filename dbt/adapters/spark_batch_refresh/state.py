@@ -7,7 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.session_confs import SessionConfs, idempotent_write
@@ -48,7 +48,7 @@ _STATE_COLUMNS = """
   plan STRING, run_id STRING, lease_holder STRING, lease_since TIMESTAMP,
   lease_until TIMESTAMP, chunks_total INT, chunks_done INT,
   staged_rows BIGINT, target_version BIGINT, last_refresh_at TIMESTAMP, last_action STRING, last_outcome STRING,
-  updated_at TIMESTAMP, target_committed_at TIMESTAMP, refresh BIGINT"""
+  updated_at TIMESTAMP, target_committed_at TIMESTAMP, refresh BIGINT, model_sql STRING"""
 _HISTORY_COLUMNS = """
   run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
   reason STRING, versions_from STRING, versions_to STRING, rows_inserted BIGINT,
@@ -96,6 +96,7 @@ class StateRow:
     staged_rows: Optional[int] = None
     target_version: Optional[int] = None
     target_committed_at: Optional[datetime] = None  # with the version: tells a recreated target
+    model_sql: Optional[str] = None  # the compiled SQL the last refresh ran (verify.py)
 
     def model_state(self) -> ModelState:
         return ModelState(self.fingerprint, self.consumed, self.phase, self.last_refresh_at)
@@ -118,6 +119,7 @@ def _state_row(r: Mapping[str, Any]) -> StateRow:
         staged_rows=r.get("staged_rows"),
         target_version=r.get("target_version"),
         target_committed_at=as_datetime(r.get("target_committed_at")),
+        model_sql=r.get("model_sql"),
     )
 
 
@@ -156,6 +158,12 @@ class StateStore:
     def read(self, model_id: str) -> Optional[StateRow]:
         rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
         return _state_row(rows[0]) if rows else None
+
+    def refreshes(self, model_ids: Iterable[str]) -> Dict[str, int]:
+        """The refresh number each model's row records (models without a row are left out)."""
+        ids = ", ".join(lit(m) for m in model_ids)
+        rows = self._fetch(f"SELECT model_id, refresh FROM {self.state} WHERE model_id IN ({ids})")
+        return {str(r["model_id"]): int(r["refresh"] or 0) for r in rows}
 
     def take_lease(
         self,
@@ -224,16 +232,19 @@ class StateStore:
         affected = int(result[0].get("num_affected_rows", 0)) if result else 0
         return affected == 1
 
-    def _update(self, model_id: str, run_id: str, assignments: str) -> None:
+    def _update(self, model_id: str, run_id: str, assignments: str) -> int:
+        """Update the row while `run_id` holds it; the rows changed (0: the lease was lost)."""
         sql = (f"UPDATE {self.state} SET {assignments} "
                f"WHERE model_id = {lit(model_id)} AND run_id = {lit(run_id)}")
-        retry_conflicts(lambda: self._run(sql))
+        rows = retry_conflicts(lambda: self._fetch(sql))
+        return int(rows[0].get("num_affected_rows", 0)) if rows else 0
 
     def chunk_done(self, model_id: str, run_id: str, chunk: int, now: datetime,
-                   lease_until: datetime) -> None:
+                   lease_until: datetime) -> bool:
+        """Record progress and extend the lease; False if another run holds it now."""
         # Progress for status output; resume trusts the target's history, not this number.
-        self._update(model_id, run_id, f"chunks_done = {int(chunk)}, "
-                     f"lease_until = {ts(lease_until)}, updated_at = {ts(now)}")
+        return self._update(model_id, run_id, f"chunks_done = {int(chunk)}, "
+                            f"lease_until = {ts(lease_until)}, updated_at = {ts(now)}") == 1
 
     def release(self, model_id: str, run_id: str, touched: bool, outcome: str,
                 now: datetime) -> None:
@@ -270,16 +281,16 @@ class StateStore:
         lease_sets = ", ".join(f"{c} = CASE WHEN {live} THEN t.{c} ELSE {fresh[c]} END" for c in kept)
         copied = ("relation", "fingerprint", "consumed", "target_version", "target_committed_at",
                   "refresh", "last_refresh_at", "last_action", "last_outcome", "chunks_total",
-                  "staged_rows")
+                  "staged_rows", "model_sql")
         sets = ", ".join(f"{c} = s.{c}" for c in copied)
         insert_cols = ["model_id", "relation", "phase", "fingerprint", "consumed", "run_id",
                        "target_version", "target_committed_at", "refresh", "last_refresh_at",
                        "last_action", "last_outcome", "chunks_total", "chunks_done", "staged_rows",
-                       "updated_at"]
+                       "model_sql", "updated_at"]
         insert_vals = ["s.model_id", "s.relation", "'idle'", "s.fingerprint", "s.consumed",
                        "s.run_id", "s.target_version", "s.target_committed_at", "s.refresh",
                        "s.last_refresh_at", "s.last_action", "s.last_outcome", "s.chunks_total",
-                       "s.chunks_total", "s.staged_rows", "s.now"]
+                       "s.chunks_total", "s.staged_rows", "s.model_sql", "s.now"]
         sql = (
             f"MERGE INTO {self.state} t USING (\n{source}\n) s ON t.model_id = s.model_id\n"
             f"WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome = s.last_outcome, "
@@ -317,7 +328,7 @@ _UPSERT_COLUMNS = (
     ("consumed", "STRING"), ("run_id", "STRING"), ("target_version", "BIGINT"),
     ("target_committed_at", "TIMESTAMP"), ("refresh", "BIGINT"), ("last_refresh_at", "TIMESTAMP"),
     ("last_action", "STRING"), ("last_outcome", "STRING"), ("chunks_total", "INT"),
-    ("staged_rows", "BIGINT"), ("now", "TIMESTAMP"),
+    ("staged_rows", "BIGINT"), ("model_sql", "STRING"), ("now", "TIMESTAMP"),
 )
 
 
