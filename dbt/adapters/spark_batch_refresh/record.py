@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.events.logging import AdapterLogger
 
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
-from dbt.adapters.spark_batch_refresh.delta import LOG_LOOKBACK
+from dbt.adapters.spark_batch_refresh.delta import LOG_LOOKBACK, DeltaReader
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.state import StateStore, points_json
@@ -152,7 +152,7 @@ def _lost_history(store: StateStore, fetch: Fetch, outcomes: List[Outcome]) -> L
         have, newest = recorded.get(o.model_id, 0), o.commit.refresh
         if newest - have <= offered(o):
             continue
-        for entry in fetch(f"DESCRIBE HISTORY {o.relation} LIMIT {LOG_LOOKBACK}"):
+        for entry in DeltaReader(fetch).history(o.relation, LOG_LOOKBACK):
             found = RefreshCommit.from_history(entry, o.model_id)
             if found is not None and found.complete and have < found.refresh < newest:
                 when = found.timestamp or o.now

@@ -161,6 +161,15 @@ def chunk_predicate(unique_key: Sequence[str], chunks: int, chunk: int, alias: s
     return f"pmod(xxhash64({cols}), {chunks}) = {chunk - 1}"
 
 
+def _target_match(unique_key: Sequence[str], key_range: Optional[tuple[str, str]]) -> str:
+    """How a staged row (s) meets its target row (t): the key, plus the staged key range as
+    target-only literals when given (Delta prunes target files by those alone)."""
+    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, key_aliases(unique_key)))
+    if key_range is not None and len(unique_key) == 1:
+        on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
+    return on
+
+
 def merge_staging(
     target: str,
     staging: str,
@@ -184,10 +193,7 @@ def merge_staging(
     `key_range` (literal min and max of a single staged key) is added to the ON clause as a
     target-only predicate: Delta prunes target files by it, never by the source's keys.
     """
-    aliases = key_aliases(unique_key)
-    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
-    if key_range is not None and not delete_missing and len(unique_key) == 1:
-        on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
+    on = _target_match(unique_key, None if delete_missing else key_range)
     non_key = [c for c in columns if c not in unique_key]
     as_json = set(unordered)
     changed = " OR ".join(
@@ -224,10 +230,7 @@ def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
     """Count what `guard_new_keys` fails a MERGE on, over the whole staging: new rows whose key
     matches a target row that did not change. A merge of several chunks checks this before
     its first chunk, since a chunk that tripped the guard would leave earlier chunks applied."""
-    aliases = key_aliases(unique_key)
-    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, aliases))
-    if key_range is not None and len(unique_key) == 1:
-        on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
+    on = _target_match(unique_key, key_range)
     return (f"SELECT count(*) AS collisions FROM {staging} s JOIN {target} t ON {on} "
             f"WHERE s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL")
 
