@@ -18,7 +18,7 @@ install: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
 
 demo: install
-	bash scripts/demo.sh
+	$(BIN)/python scripts/demo.py
 
 test: install
 	$(BIN)/python -m pytest tests $(PYTEST_ARGS)

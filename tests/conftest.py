@@ -31,3 +31,11 @@ def dbt_profile_target():
         "session_dir": SESSION_DIR,
         "server_side_parameters": dict(TEST_SPARK_CONFS),
     }
+
+
+@pytest.fixture(scope="session")
+def lean_install(tmp_path_factory):
+    """The wheel in a fresh venv without extras (tests/lean_install.py), built once."""
+    from tests.lean_install import build
+
+    return build(tmp_path_factory.mktemp("lean-install"))

@@ -1,34 +1,21 @@
-"""The wheel ships the macros (mapped from macros/) and `dbt parse` works from a fresh venv."""
+"""The wheel ships the macros (mapped from macros/); without the `session` extra it has no
+Spark, `dbt parse` of a thrift profile works and `method: session` fails with one error naming
+the extra."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import venv
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.lean_install import ROOT, LeanInstall, write_project
 
-PROJECT = {
-    "dbt_project.yml": "name: wheel_check\nversion: '1.0'\nconfig-version: 2\nprofile: wheel_check\n",
-    "profiles.yml": (
-        "wheel_check:\n  target: dev\n  outputs:\n    dev:\n      type: spark_batch_refresh\n"
-        "      method: session\n      schema: wheel_check\n"
-    ),
-    "models/m.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\nselect 1 as id",
-}
+SESSION_PROFILE = {"type": "spark_batch_refresh", "method": "session", "schema": "wheel_check"}
+THRIFT_PROFILE = {"type": "spark_batch_refresh", "method": "thrift", "host": "127.0.0.1",
+                  "port": 1, "schema": "wheel_check"}
 
 
-def test_wheel_installs_and_parses(tmp_path: Path) -> None:
-    dist = tmp_path / "dist"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)],
-        check=True,
-    )
-    (wheel,) = dist.glob("dbt_spark_batch_refresh-*.whl")
-    names = zipfile.ZipFile(wheel).namelist()
+def test_wheel_ships_the_macros(lean_install: LeanInstall) -> None:
+    names = zipfile.ZipFile(lean_install.wheel).namelist()
     packaged = sorted(n for n in names if n.startswith("dbt/include/spark_batch_refresh/macros/"))
     sources = sorted(
         "dbt/include/spark_batch_refresh/macros/" + str(p.relative_to(ROOT / "macros"))
@@ -37,32 +24,26 @@ def test_wheel_installs_and_parses(tmp_path: Path) -> None:
     assert packaged == sources and sources, "every macro under macros/ ships, nothing else"
     assert "dbt/include/spark_batch_refresh/dbt_project.yml" in names
 
-    # A fresh venv with the wheel and its declared dependencies (from pip's cache when warm).
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    py = env_dir / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
-    fresh_site = subprocess.run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-    where = subprocess.run(
-        [str(py), "-c", "import dbt.include.spark_batch_refresh as p; print(p.PACKAGE_PATH)"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()
-    assert where.startswith(fresh_site), where
 
-    project = tmp_path / "project"
-    for rel, text in PROJECT.items():
-        (project / rel).parent.mkdir(parents=True, exist_ok=True)
-        (project / rel).write_text(text)
-    env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-    parsed = subprocess.run(
-        [str(env_dir / "bin" / "python"), "-m", "dbt.cli.main", "parse", "--profiles-dir",
-         str(project), "--project-dir", str(project)],
-        capture_output=True, text=True, env=env, cwd=project,
-    )
+def test_without_the_extra_no_spark_and_parse_works(lean_install: LeanInstall,
+                                                     tmp_path: Path) -> None:
+    where = lean_install.run("import dbt.include.spark_batch_refresh as p; print(p.PACKAGE_PATH)")
+    assert where.returncode == 0 and str(lean_install.python.parents[1]) in where.stdout, where
+    for module in ("pyspark", "delta"):
+        found = lean_install.run(f"import importlib.util as u; print(u.find_spec('{module}'))")
+        assert found.stdout.strip() == "None", f"{module} installed without the session extra"
+
+    # a thrift profile parses without Spark installed (no connection is opened)
+    project = write_project(tmp_path / "project", THRIFT_PROFILE)
+    parsed = lean_install.dbt(project, ["parse"])
     assert parsed.returncode == 0, parsed.stdout + parsed.stderr
     manifest = (project / "target" / "manifest.json").read_text()
     assert "materialization_batch_refresh_spark_batch_refresh" in manifest
     assert '"materialized": "batch_refresh"' in manifest
+
+    # method: session without pyspark: one error that names this package's extra, no traceback
+    session = lean_install.dbt(write_project(tmp_path / "session", SESSION_PROFILE), ["parse"])
+    output = session.stdout + session.stderr
+    assert session.returncode != 0, output
+    assert 'pip install "dbt-spark-batch-refresh[session]"' in output, output
+    assert "Traceback" not in output and "dbt-spark[session]" not in output, output

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from dbt.tests.util import run_dbt_and_capture
+from dbt.tests.util import run_dbt_and_capture, write_file
 
 from tests.functional.helpers import (
     actions,
@@ -148,6 +148,20 @@ class TestBackfillThenReplay:
             assert equal_updates(project, f"{schema}.{model}") == 0, model
         # users can ask for the contract themselves
         run_ok(["test", "--select", "orders_rw", "customer_totals"])
+
+        # 4b. a model edit that leaves every output row as it was: the rebuild of the keyed
+        # target writes no change rows (a MERGE, not a replaced table), so downstream models
+        # see an upstream commit without changes
+        write_file(ROWWISE.replace("upper(status)", "upper(trim(status))"),
+                   project.project_root, "models", "orders_rw.sql")
+        (res,) = run_ok(["run", "--select", "orders_rw"])
+        assert (res.adapter_response["action"], res.adapter_response["reason"]) == (
+            "backfill", "model changed since the last build"), res.adapter_response
+        rebuilt = table_version(project, f"{schema}.orders_rw")
+        (feed,) = rows(project, f"select count(*) as n from "
+                                f"table_changes('{schema}.orders_rw', {rebuilt}, {rebuilt})")
+        assert feed["n"] == 0, "a rebuild that changed nothing published change rows"
+        assert_contract(project, "orders_rw")
 
         # 5. the keyless model cannot apply updates/deletes: one clear error, target untouched
         before = table_version(project, f"{schema}.orders_keyless")

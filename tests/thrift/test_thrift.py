@@ -17,8 +17,11 @@ Concurrency, without sleeps: a refresh is parked at a fail point on a named pipe
 (BATCH_REFRESH_PAUSE_AT / BATCH_REFRESH_PAUSE_FIFO) while a second `dbt run` of the same model
 commits the same refresh; released, the parked run writes nothing and reports that the model
 was refreshed concurrently (a single-chunk run parked before its one commit, and a multi-chunk
-run parked with its lease and persisted staging before its first chunk). Then unsynchronised
-simultaneous launches where exactly one refreshes. Each race follows an upstream change, so the
+run parked with its lease and persisted staging before its first chunk). Two multi-chunk runs
+parked before the lease and released together: one takes it, the other waits (lease_wait) and
+finds nothing left; a run that waits for a held lease and one whose wait runs out. Last, two
+runs both parked before their one commit and released together: exactly one commits. Each
+race follows an upstream change, so the
 model's history must show exactly one replay per race, the version ranges chaining without gap
 or overlap.
 """
@@ -51,7 +54,8 @@ DBT = str(Path(sys.executable).with_name("dbt"))
 # Held trials: (pause point, vars of the parked run). A single-chunk refresh parked before its
 # one commit; a multi-chunk one (2 rows per chunk) parked with the lease and its staging.
 HELD_POINTS = [("before_commit", "{}"), ("after_staging", "{race_chunk_rows: 2}")]
-FREE_RACES = 2
+# The lease tests, each refreshing race_m once: the two-process race, the wait, the wait run out.
+LEASE_RACES = 3
 SUBPROCESS_TIMEOUT_S = 300
 
 ROWS_M = """
@@ -77,7 +81,8 @@ group by cust
 """
 RACE_M = """
 {{ config(materialized='batch_refresh', unique_key='id',
-          merge_chunk_rows=var('race_chunk_rows', 100000)) }}
+          merge_chunk_rows=var('race_chunk_rows', 100000),
+          lease_wait=var('race_lease_wait', '0s')) }}
 select id, cust, amount
 from {{ source('raw', 'orders') }}
 where amount > 0
@@ -88,6 +93,12 @@ MODELS = ["rows_m", "agg_m", "chain_m", "race_m"]
 GATE_M = """
 {{ config(materialized='batch_refresh', unique_key='id', refresh_interval='2h') }}
 select id, amount from {{ source('raw', 'orders') }}
+"""
+# Its upstream is vacuumed under it: the change-feed gap surfaces from executor tasks (a file
+# gone) and must still be recognised as a gap and rebuilt.
+GAP_M = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, v * 10 as v10 from {{ source('raw', 'events') }}
 """
 
 
@@ -139,6 +150,7 @@ class _Subprocess:
     def __init__(self, project: Any, work: Path, name: str, args: List[str],
                  env: Optional[Dict[str, str]] = None) -> None:
         self.target = work / f"target-{name}"
+        self.logs = work / f"logs-{name}"
         full_env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})}
         for var in ("BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_PAUSE_AT"):
             if var not in (env or {}):
@@ -163,6 +175,11 @@ class _Subprocess:
         return {"status": res["status"], "action": (res.get("adapter_response") or {}).get("action"),
                 "message": res.get("message") or ""}
 
+    def log_text(self) -> str:
+        """Console output and dbt's log file (debug lines included)."""
+        path = self.logs / "dbt.log"
+        return self.output + (path.read_text(errors="replace") if path.exists() else "")
+
     def compiled(self, model: str) -> str:
         return (self.target / "compiled" / "test" / "models" / f"{model}.sql").read_text()
 
@@ -184,28 +201,87 @@ def _wait_parked(fifo: Path, proc: subprocess.Popen, deadline_s: float = 240.0) 
         time.sleep(0.1)
 
 
+class _Parked(_Subprocess):
+    """A `dbt run` of race_m parked at a fail point until released (see failpoints.py)."""
+
+    def __init__(self, project: Any, work: Path, name: str, point: str, run_vars: str,
+                 start: bool = True) -> None:
+        self._args = (project, work, name, point, run_vars)
+        self.fifo = work / f"pause-{name}"
+        os.mkfifo(self.fifo)
+        self._pipe: Optional[int] = None
+        self.proc = None  # type: ignore[assignment]
+        if start:
+            self.start()
+
+    def start(self) -> None:
+        project, work, name, point, run_vars = self._args
+        super().__init__(project, work, name, ["run", "--select", "race_m", "--vars", run_vars],
+                         env={"BATCH_REFRESH_PAUSE_AT": point,
+                              "BATCH_REFRESH_PAUSE_FIFO": str(self.fifo)})
+
+    def parked(self) -> None:
+        self._pipe = _wait_parked(self.fifo, self.proc)
+
+    def release(self) -> None:
+        if self._pipe is not None:
+            os.write(self._pipe, b"go\n")
+            os.close(self._pipe)
+            self._pipe = None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self._pipe is not None:
+            os.close(self._pipe)
+            self._pipe = None
+
+
+def _release_together(runs: List[_Parked]) -> None:
+    """Once every run is parked, release them all at once; each must then succeed."""
+    try:
+        for r in runs:
+            r.parked()
+        for r in runs:
+            r.release()
+    except BaseException:
+        for r in runs:
+            r.kill()
+        raise
+    for r in runs:
+        assert r.wait() == 0, r.output[-4000:]
+
+
 class TestThriftServer:
     @pytest.fixture(scope="class")
     def models(self):
         return {
-            "sources.yml": sources_yml("orders", "customers"),
+            "sources.yml": sources_yml("orders", "customers", "events"),
             "rows_m.sql": ROWS_M,
             "agg_m.sql": AGG_M,
             "chain_m.sql": CHAIN_M,
             "race_m.sql": RACE_M,
             "gate_m.sql": GATE_M,
+            "gap_m.sql": GAP_M,
         }
 
     @pytest.fixture(scope="class")
     def work(self):
         return Path(tempfile.mkdtemp(prefix="thrift-runs-", dir="/tmp"))
 
-    def test_connection_is_thrift(self, project):
+    def test_connection_is_thrift_on_a_cluster(self, project, thrift_server_process):
         creds = project.adapter.config.credentials
         assert (creds.type, str(creds.method.value)) == ("spark_batch_refresh", "thrift")
         with project.adapter.connection_named("probe"):
             handle = project.adapter.connections.get_thread_connection().handle
         assert type(handle).__name__ == "_BackoffPyhiveWrapper", type(handle)
+        # The server is one application of a standalone cluster: its executors run in the
+        # workers' JVMs, not in the driver's.
+        status = thrift_server_process.cluster_status()
+        alive = [w for w in status["workers"] if w["state"] == "ALIVE"]
+        (app,) = status["activeapps"]
+        assert (len(alive), app["cores"]) == (2, 2), status
+        assert all(w["coresused"] == 1 for w in alive), status
 
     def test_backfill_then_replay_threads_4(self, project):
         s = project.test_schema
@@ -216,6 +292,8 @@ class TestThriftServer:
                         f"from range(1, 30)")
         project.run_sql(f"insert into {s}.customers values (0, 'north'), (1, 'north'), (2, 'south'), "
                         f"(3, 'east'), (4, 'west')")
+        project.run_sql(f"create table {s}.events (id int, v int) using delta")
+        project.run_sql(f"insert into {s}.events select cast(id as int), cast(id as int) from range(1, 20)")
         from dbt.tests.util import run_dbt
 
         first = _results_by_model(run_dbt(["run", "--threads", "4"]))
@@ -233,6 +311,21 @@ class TestThriftServer:
         assert first["gate_m"].adapter_response["action"] == "backfill"
         gated = second["gate_m"].adapter_response
         assert gated["action"] == "skip" and "gate closed" in gated["_message"], gated
+        assert first["gap_m"].adapter_response["action"] == "backfill"
+
+    def test_change_feed_gap_rebuilds(self, project):
+        s = project.test_schema
+        project.run_sql(f"update {s}.events set v = v + 1 where id <= 5")
+        project.run_sql(f"delete from {s}.events where id = 19")
+        with project.adapter.connection_named("__vacuum"):  # the conf holds for this session
+            project.adapter._run_sql("SET spark.databricks.delta.retentionDurationCheck.enabled=false")
+            project.adapter._run_sql(f"VACUUM {s}.events RETAIN 0 HOURS")
+        from dbt.tests.util import run_dbt
+
+        (res,) = run_dbt(["run", "--select", "gap_m"])
+        assert res.adapter_response["action"] == "backfill", res.adapter_response
+        assert "removed by VACUUM" in res.adapter_response["reason"], res.adapter_response
+        _contract(project, "gap_m")
 
     def test_killed_run_resumes(self, project, work, monkeypatch):
         _change_orders(project, 1)
@@ -306,33 +399,87 @@ class TestThriftServer:
         print(f"\nheld trials ({len(outcomes)}): {outcomes}")
         assert len(outcomes) == len(HELD_POINTS)
 
+    def test_lease_race_of_two_processes(self, project, work):
+        """Two multi-chunk runs staged the same refresh and are parked just before the lease,
+        then released at once: one takes the lease and refreshes, the other waits for it
+        (lease_wait) and then finds nothing left to do. Neither writes a chunk twice."""
+        _change_orders(project, 30)
+        multi = "{race_chunk_rows: 2, race_lease_wait: '10m'}"
+        runs = [_Parked(project, work, f"lease-race-{i}", "before_lease", multi) for i in range(2)]
+        _release_together(runs)
+        got = sorted((r.outcome()["status"], r.outcome()["action"]) for r in runs)
+        assert got == [("success", "noop"), ("success", "replay")], [r.outcome() for r in runs]
+        _contract(project, "race_m", runs[0].compiled("race_m"))
+
+    def test_a_run_waits_for_a_held_lease(self, project, work):
+        """lease_wait: the second run waits while the first holds the lease of a multi-chunk
+        refresh (parked with its staging), and ends without refreshing twice."""
+        _change_orders(project, 31)
+        holder = _Parked(project, work, "wait-holder", "after_staging", "{race_chunk_rows: 2}")
+        waiter = _Parked(project, work, "wait-waiter", "lease_wait",
+                         "{race_chunk_rows: 2, race_lease_wait: '10m'}", start=False)
+        try:
+            holder.parked()
+            waiter.start()
+            waiter.parked()  # parked inside its wait: it saw the live lease
+            assert state(project, "race_m")["phase"] == "merging"
+            holder.release()
+            assert holder.wait() == 0, holder.output[-4000:]
+            waiter.release()
+        except BaseException:
+            holder.kill()
+            waiter.kill()
+            raise
+        assert waiter.wait() == 0, waiter.output[-4000:]
+        assert (holder.outcome()["action"], waiter.outcome()["action"]) == ("replay", "noop")
+        assert "waiting up to 10m (lease_wait)" in waiter.log_text(), waiter.output[-4000:]
+        _contract(project, "race_m", holder.compiled("race_m"))
+
+    def test_a_wait_that_runs_out_is_the_lease_error(self, project, work):
+        _change_orders(project, 32)
+        holder = _Parked(project, work, "short-holder", "after_staging", "{race_chunk_rows: 2}")
+        try:
+            holder.parked()
+            version = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
+            late = _Subprocess(project, work, "short-waiter",
+                               ["run", "--select", "race_m", "--vars",
+                                "{race_chunk_rows: 2, race_lease_wait: '1s'}"])
+            assert late.wait() == 1, late.output[-4000:]
+            out = late.outcome()
+            assert out["status"] == "error", out
+            assert "holds the lease" in out["message"] and "waited 1s" in out["message"], out
+            after = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
+            assert after == version, "the run that gave up wrote to the target"
+            holder.release()
+        except BaseException:
+            holder.kill()
+            raise
+        assert holder.wait() == 0, holder.output[-4000:]
+        assert holder.outcome()["action"] == "replay"
+        _contract(project, "race_m", holder.compiled("race_m"))
+
     def test_simultaneous_runs_one_refreshes(self, project, work):
-        outcomes = []
-        for trial in range(FREE_RACES):
-            _change_orders(project, 20 + trial)
-            pair = [_Subprocess(project, work, f"free{trial}-{i}", ["run", "--select", "race_m"])
-                    for i in range(2)]
-            for p in pair:
-                p.wait()
-            got = [p.outcome() for p in pair]
-            refreshed = [g for g in got if g["status"] == "success" and g["action"] == "replay"]
-            others = [g for g in got if g not in refreshed]
-            assert len(refreshed) == 1, got
-            (other,) = others
-            lost = other["status"] == "success" and other["action"] == "skip" \
-                and "refreshed concurrently" in other["message"]
-            noop = other["status"] == "success" and other["action"] == "noop"
-            assert lost or noop, other
-            _contract(project, "race_m", pair[0].compiled("race_m"))
-            outcomes.append("refreshed concurrently" if lost else "noop")
-        print(f"\nfree races ({FREE_RACES}): one replay each; the other run: {outcomes}")
+        """Two single-chunk runs that both planned the same refresh (each parked just before its
+        one commit, so they provably overlap), released together: Delta lets exactly one commit;
+        the other reports the concurrent refresh and wrote nothing."""
+        _change_orders(project, 20)
+        pair = [_Parked(project, work, f"free-{i}", "before_commit", "{}") for i in range(2)]
+        _release_together(pair)
+        got = [p.outcome() for p in pair]
+        refreshed = [g for g in got if g["status"] == "success" and g["action"] == "replay"]
+        assert len(refreshed) == 1, got
+        (other,) = [g for g in got if g not in refreshed]
+        assert (other["status"], other["action"]) == ("success", "skip"), other
+        assert "refreshed concurrently" in other["message"], other
+        _contract(project, "race_m", pair[0].compiled("race_m"))
 
         # Nothing lost or applied twice over the whole sequence: successful refreshes of race_m
         # chain their version ranges (each upstream range consumed exactly once), one refresh
         # per upstream change after the backfill, and each target commit's chunk once.
         done = [h for h in history(project, "race_m")
                 if h["outcome"] == "success" and h["action"] in ("backfill", "replay", "full")]
-        assert [h["action"] for h in done] == ["backfill"] + ["replay"] * (1 + len(HELD_POINTS) + FREE_RACES)
+        races = 1 + len(HELD_POINTS) + LEASE_RACES + 1
+        assert [h["action"] for h in done] == ["backfill"] + ["replay"] * races
         for prev, cur in zip(done, done[1:]):
             assert json.loads(cur["versions_from"]) == json.loads(prev["versions_to"]), (prev, cur)
         commits = _chunk_commits(project, "race_m")

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from dbt.adapters.spark_batch_refresh.analysis import analyze
-from dbt.adapters.spark_batch_refresh.config import parse_config
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, parse_config
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint, plan_run
 
@@ -102,3 +102,24 @@ def test_incremental_mode_refuses_unsound_model():
 def test_non_delta_upstream_always_recomputes():
     p = plan(ModelState("fp", {}), latest={"s.t": None})
     assert p.action == "full" and "not a Delta table" in p.fallback_reason
+
+
+def test_closed_gate_skips_before_reading_upstreams() -> None:
+    from dbt.adapters.spark_batch_refresh.planner import closed_gate
+
+    t0 = datetime(2026, 1, 1, 12, 0, 0)
+    cfg = BatchRefreshConfig(refresh_interval_s=7200)
+    state = ModelState("fp", {"a": UpstreamPoint(3, t0), "b": UpstreamPoint(5, t0 + timedelta(hours=1))})
+    plan = closed_gate(config=cfg, upstreams=["a", "b"], state=state, fingerprint="fp",
+                       now=t0 + timedelta(minutes=90))
+    assert plan is not None and plan.action == "skip"
+    assert plan.next_due == t0 + timedelta(hours=2)  # the oldest consumed commit + interval
+    # the gate may be open for a moved upstream: plan with the upstreams' history
+    assert closed_gate(config=cfg, upstreams=["a", "b"], state=state, fingerprint="fp",
+                       now=t0 + timedelta(hours=2)) is None
+    # no interval, a model edit, a new upstream, a first run: never decided early
+    for kwargs in ({"config": BatchRefreshConfig()}, {"fingerprint": "edited"},
+                   {"upstreams": ["a", "b", "c"]}, {"state": None}):
+        args = {"config": cfg, "upstreams": ["a", "b"], "state": state, "fingerprint": "fp",
+                "now": t0 + timedelta(minutes=90), **kwargs}
+        assert closed_gate(**args) is None, kwargs

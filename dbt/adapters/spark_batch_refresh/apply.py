@@ -82,6 +82,8 @@ class Applier:
                commit: RefreshCommit) -> Dict[str, int]:
         columns = sqlgen.model_columns(name for name, _ in staged.columns)
         cols = ", ".join(sqlgen.q(c) for c in columns)
+        if commit.action == BACKFILL and self._rebuild_in_place(req, config, staged, columns):
+            return self._merge(req, config, staged, commit, columns, delete_missing=True)
         if commit.action == BACKFILL:
             if req.target_kind == "other":
                 self._run(f"DROP TABLE IF EXISTS {req.target}")
@@ -101,13 +103,29 @@ class Applier:
             return {"rows_inserted": staged.rows}
         return self._merge(req, config, staged, commit, columns)
 
+    def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                          columns: List[str]) -> bool:
+        """A rebuild (model edit, change-feed gap) of a keyed target whose columns stay as
+        they are is a full-recompute MERGE, not a replaced table: the target's change feed then
+        carries only the rows that really changed, so downstream models replay those rather
+        than a delete and re-insert of every row. `--full-refresh` always recreates the table,
+        as dbt's own materializations do (new partitioning or properties take effect)."""
+        if req.target_kind != "delta" or not config.unique_key or req.full_refresh:
+            return False
+        types = {n.lower(): t.lower() for n, t in staged.columns}
+        want = [(c.lower(), types.get(c.lower(), "")) for c in columns]
+        have = [(n.lower(), t.lower()) for n, t in self._reader.describe(f"SELECT * FROM {req.target}")]
+        return want == have
+
     def _merge(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
-               commit: RefreshCommit, columns: List[str]) -> Dict[str, int]:
+               commit: RefreshCommit, columns: List[str],
+               delete_missing: bool = False) -> Dict[str, int]:
         source = staged.source if commit.chunks == 1 else (
             f"(SELECT * FROM {staged.source} WHERE "
             f"{sqlgen.chunk_predicate(config.unique_key, commit.chunks, commit.chunk)})")
         merge = sqlgen.merge_staging(
-            req.target, source, config.unique_key, columns, delete_missing=commit.action == FULL,
+            req.target, source, config.unique_key, columns,
+            delete_missing=delete_missing or commit.action == FULL,
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
             guard_new_keys=_from_changes(staged),
             unordered=[n for n, t in staged.columns if not sa.groupable_type(t)],

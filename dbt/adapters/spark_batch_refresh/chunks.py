@@ -21,10 +21,11 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, count_committed
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait, held
 from dbt.adapters.spark_batch_refresh.planner import Plan
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import (
@@ -48,9 +49,10 @@ def staging_table(target: str) -> str:
 
 class ChunkedApply:
     def __init__(self, fetch: Fetch, run: Run, applier: Applier, stager: Stager,
-                 store: StateStore) -> None:
+                 store: StateStore, waiter: LeaseWait) -> None:
         self._fetch, self._run = fetch, run
         self._applier, self._stager, self._store = applier, stager, store
+        self._waiter = waiter
 
     def apply(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
               commit: RefreshCommit, chunks: int, result: RefreshResult,
@@ -59,6 +61,7 @@ class ChunkedApply:
         self._applier.check_new_keys(req, config, staged)
         self._store.ensure()
         row = self._store.read(req.model_id)
+        fail_point("before_lease")
         holder = self._lease(req, config, row, commit, chunks, staged.rows, now, resumed=False)
         fail_point("after_lease")
         try:
@@ -110,9 +113,8 @@ class ChunkedApply:
                commit: RefreshCommit, chunks: int, staged_rows: int, now: datetime,
                resumed: bool) -> str:
         """Take the lease; the run id it is held under."""
-        if row is not None and row.phase != "idle" and row.lease_until is not None \
-                and row.lease_until > now:
-            raise lease_error(req, row)
+        if row is not None and held(row, now):
+            self._wait(req, row)
         plan = {"plan_id": commit.plan_id, "refresh": commit.refresh, "chunks": chunks,
                 "action": commit.action, "to": commit.plan().versions_to()}
         run_id = uuid.uuid4().hex[:12] if resumed else commit.run_id
@@ -121,8 +123,25 @@ class ChunkedApply:
                 holder=f"{socket.gethostname()}:{os.getpid()}", now=now,
                 until=now + timedelta(seconds=config.lease_timeout_s), plan=plan,
                 chunks=chunks, staged_rows=staged_rows, keep_progress=resumed):
-            raise lease_error(req, self._store.read(req.model_id))
+            winner = self._store.read(req.model_id)
+            if winner is not None and held(winner, current_time()):
+                self._wait(req, winner)  # lost the race for the lease to a live run
+            if self._waiter.replan():
+                # The run that won the lease has already released it: what this run staged may
+                # be consumed, so plan again (usually a no-op) rather than report a live lease.
+                raise LeaseFreed(f"batch_refresh model '{req.model}': the lease changed hands")
+            raise lease_error(req, winner)
         return run_id
+
+    def _wait(self, req: RefreshRequest, row: StateRow) -> None:
+        """Wait (lease_wait) for the holder, then have the refresh planned again: what this
+        run staged is stale once the holder has committed."""
+        self._waiter.until_free(req.model, row, lambda: self._store.read(req.model_id),
+                                current_time,
+                                lambda seen: lease_error(req, seen, self._waiter.budget_s))
+        if not self._waiter.replan():
+            raise lease_error(req, row, self._waiter.budget_s)
+        raise LeaseFreed(f"batch_refresh model '{req.model}': the refresh lease was released")
 
     def _committed(self, req: RefreshRequest, last: RefreshCommit, result: RefreshResult) -> Set[int]:
         """Chunks of the plan in the target's log; their rows count toward the result."""
@@ -188,7 +207,11 @@ def lost_lease(req: RefreshRequest, row: Optional[StateRow], chunk: int,
         f"the model's lease_timeout above the time a chunk takes.")
 
 
-def lease_error(req: RefreshRequest, row: Optional[StateRow]) -> BatchRefreshLeaseError:
+def lease_error(req: RefreshRequest, row: Optional[StateRow],
+                waited_s: float = 0.0) -> BatchRefreshLeaseError:
+    waited = (f" This run waited {format_duration(waited_s)} for it (lease_wait); raise the "
+              f"model's lease_wait to wait longer." if waited_s > 0 else
+              " Set the model's lease_wait (e.g. '30m') to have a run wait for the lease.")
     if row is None:
         return BatchRefreshLeaseError(
             f"batch_refresh model '{req.model}': another run took the refresh lease first."
@@ -199,5 +222,6 @@ def lease_error(req: RefreshRequest, row: Optional[StateRow]) -> BatchRefreshLea
         f"until {row.lease_until}). Nothing was changed. Wait for it to finish; if that run is "
         f"dead, the next run after {row.lease_until} resumes it, or clear the lease now with "
         f"`dbt run-operation batch_refresh_unlock --args '{{model: {req.model}, force: true}}'`."
+        + waited
     )
 

@@ -55,6 +55,8 @@ class BatchRefreshConfig:
     on_change_feed_gap: str = "rebuild"
     merge_chunk_rows: int = DEFAULT_MERGE_CHUNK_ROWS
     lease_timeout_s: float = DEFAULT_LEASE_TIMEOUT_S
+    # How long a multi-chunk run waits for another run's live lease (0: fail fast).
+    lease_wait_s: float = 0.0
     tblproperties: Mapping[str, str] = field(default_factory=dict)
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
@@ -142,6 +144,7 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
         on_change_feed_gap=choice("on_change_feed_gap", CHANGE_ACTIONS, "rebuild"),
         merge_chunk_rows=merge_chunk_rows,
         lease_timeout_s=duration("lease_timeout", DEFAULT_LEASE_TIMEOUT_S) or DEFAULT_LEASE_TIMEOUT_S,
+        lease_wait_s=duration("lease_wait", 0.0) or 0.0,
         tblproperties={str(k): str(v) for k, v in tblproperties.items()},
     )
     if problems:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, replace
+from importlib import metadata
 from typing import Any, List, Optional
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
     SparkConnectionManager,
@@ -42,6 +44,11 @@ class SparkBatchRefreshCredentials(SparkCredentials):
         if data.get("method") == SparkConnectionMethod.SESSION.value:
             data.setdefault("host", "localhost")
         return data
+
+    def __post_init__(self) -> None:
+        if self.method == SparkConnectionMethod.SESSION:
+            require_session_extra()  # before dbt-spark's check, which names its own extra
+        super().__post_init__()
 
     @property
     def type(self) -> str:
@@ -100,6 +107,30 @@ class _EmbeddedSpark:
         if "spark.jars.packages" in confs:
             _remember_jars(cache, spark.sparkContext.getConf().get("spark.jars", ""))
         return spark
+
+
+SESSION_EXTRA = 'pip install "dbt-spark-batch-refresh[session]"'
+
+
+def require_session_extra() -> None:
+    """`method: session` (the default) runs Spark in this process: it needs pyspark and
+    delta-spark, which only the `session` extra installs."""
+    missing = [name for name in ("pyspark", "delta-spark") if not _installed(name)]
+    if missing:
+        raise DbtRuntimeError(
+            f"The profile uses `method: session` (the embedded Spark + Delta, the default when "
+            f"no method is set), but {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed. Install the extra that "
+            f"brings them: {SESSION_EXTRA}; or connect to a Spark server with `method: thrift`, "
+            f"`http` or `odbc`, which need neither.")
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        metadata.version(distribution)
+        return True
+    except metadata.PackageNotFoundError:
+        return False
 
 
 def _read_lines(path: str) -> Optional[List[str]]:

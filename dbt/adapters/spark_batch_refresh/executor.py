@@ -29,8 +29,10 @@ from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
+from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait
 from dbt.adapters.spark_batch_refresh.planner import (
-    BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, plan_run, rebuild_or_fail)
+    BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, plan_run,
+    rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run, current_time)
@@ -85,18 +87,26 @@ class Refresher:
 
     # ---------------------------------------------------------------- plan
     def refresh(self, req: RefreshRequest) -> RefreshResult:
+        waiter = LeaseWait(parse_config(req.model, req.raw_config).lease_wait_s)
+        while True:
+            try:
+                return self._refresh(req, waiter)
+            except LeaseFreed:
+                continue  # the lease we waited for is free: plan again from the target's log
+
+    def _refresh(self, req: RefreshRequest, waiter: LeaseWait) -> RefreshResult:
         now = current_time()
         config = parse_config(req.model, req.raw_config)
         analysis = sa.analyze(req.sql, config.unique_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key)
-        latest = self.reader.latest_points(req.model, analysis.upstreams)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
         store = StateStore(req.state_schema, self._fetch, self._run)
         if log.last is not None and not log.last.complete and not req.full_refresh:
-            chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store)
+            chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
+                                   waiter)
             try:
                 return self._finish(chunked.resume(req, config, analysis, log, now, self._restage))
             except (BatchRefreshUserError, BatchRefreshLeaseError):
@@ -107,6 +117,12 @@ class Refresher:
                     "The refresh is recorded as interrupted; the next `dbt run` resumes it with "
                     "the same pinned upstream versions.") from exc
         state, recreated = self._model_state(req, log, store)
+        closed = (None if req.full_refresh or req.force or recreated else closed_gate(
+            config=config, upstreams=analysis.upstreams, state=state, fingerprint=fingerprint,
+            now=now))
+        if closed is not None:
+            return self._finish(_result(closed))
+        latest = self.reader.latest_points(req.model, analysis.upstreams)
         plan = plan_run(
             model=req.model, config=config, analysis=analysis, fingerprint=fingerprint,
             state=state, latest=latest, target_exists=req.target_kind == "delta",
@@ -115,17 +131,13 @@ class Refresher:
             pinned = {u: p for u, p in latest.items() if p is not None}
             plan = rebuild_or_fail(req.model, config, replace(plan, pinned=pinned), changed=(
                 f"the target {req.target} was recreated (its log has no refresh of this model)"))
-        result = RefreshResult(
-            action=plan.action, reason=plan.reason, mode=plan.mode,
-            fallback_reason=plan.fallback_reason, versions_from=plan.versions_from(),
-            versions_to=plan.versions_to() or plan.versions_from(),
-            next_due=plan.next_due.isoformat(sep=" ") if plan.next_due else None)
+        result = _result(plan)
         if not plan.writes:
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
                    uuid.uuid4().hex[:12])
         self._preflight(run, store)
-        return self._finish(self._execute(run, store))
+        return self._finish(self._execute(run, store, waiter))
 
     def _model_state(self, req: RefreshRequest, log: TargetLog,
                      store: StateStore) -> tuple[Optional[ModelState], bool]:
@@ -209,7 +221,7 @@ class Refresher:
                                      for u, p in plan.pinned.items()})
 
     # ---------------------------------------------------------------- stage, apply, record
-    def _execute(self, run: _Run, store: StateStore) -> RefreshResult:
+    def _execute(self, run: _Run, store: StateStore, waiter: LeaseWait) -> RefreshResult:
         req, result = run.req, run.result
         result.run_id = run.run_id
         try:
@@ -220,7 +232,8 @@ class Refresher:
                 run.committed = True
                 fail_point("after_commit")
             else:
-                chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store)
+                chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
+                                       waiter)
                 landed = chunked.apply(req, run.config, run.staged, run.commit(), chunks, result,
                                        run.started)
                 run.committed = True
@@ -301,8 +314,12 @@ class Refresher:
                                   plan=plan, model_columns=columns, view=view)
 
     def _drop(self, run: _Run) -> None:
+        # A staging that failed may still have left its view: Spark 3.5 creates the view of a
+        # `CACHE TABLE ... AS SELECT` before the caching fails (a gap met while staging), and
+        # the backfill that follows stages under the same name.
+        failed = run.staged is None
         try:
-            self._stager.drop(run.staged, [run.view] if run.staged and run.staged.source == run.view else [])
+            self._stager.drop(run.staged, [run.view] if failed or run.staged.source == run.view else [])
         except Exception:  # noqa: BLE001 - cleanup after a failure must not hide the failure
             pass
 
@@ -327,6 +344,14 @@ def _read_row(store: StateStore, model_id: str) -> Optional[StateRow]:
         return store.read(model_id)
     except DbtRuntimeError:
         return None  # no state table yet
+
+
+def _result(plan: Plan) -> RefreshResult:
+    return RefreshResult(
+        action=plan.action, reason=plan.reason, mode=plan.mode,
+        fallback_reason=plan.fallback_reason, versions_from=plan.versions_from(),
+        versions_to=plan.versions_to() or plan.versions_from(),
+        next_due=plan.next_due.isoformat(sep=" ") if plan.next_due else None)
 
 
 def _refreshed_concurrently(run: _Run, winner: Optional[RefreshCommit]) -> RefreshResult:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.analysis import Analysis
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
@@ -160,6 +160,28 @@ def plan_run(
     summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
     return Plan(action, f"upstream moved: {summary}", mode, pinned=pinned, consumed=consumed,
                 fallback_reason=fallback)
+
+
+def closed_gate(*, config: BatchRefreshConfig, upstreams: Sequence[str],
+                state: Optional[ModelState], fingerprint: str, now: datetime) -> Optional[Plan]:
+    """A skip decided from the target's log alone, before any upstream is read.
+
+    The gate opens once the oldest consumed commit among the *moved* upstreams is
+    `refresh_interval` old; while even the oldest consumed commit of *all* upstreams is younger,
+    it is closed whichever of them moved, so reading their history cannot change the outcome.
+    (A model whose upstreams did not move then reports this skip rather than a no-op; both
+    write nothing.) Everything a skip would not act on anyway (an upstream recreated or
+    dropped) is found by the first run after the gate opens.
+    """
+    if config.refresh_interval_s is None or state is None or state.fingerprint != fingerprint:
+        return None
+    if not upstreams or any(u not in state.consumed for u in upstreams):
+        return None
+    consumed = {u: state.consumed[u] for u in upstreams}
+    due = _due(config, [p.timestamp for p in consumed.values()], now)
+    if due is None:
+        return None
+    return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
 
 
 def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: datetime) -> Optional[datetime]:

@@ -1,0 +1,63 @@
+"""The package as a user installs it without extras: a wheel in a fresh venv, no Spark in it.
+
+Built once per test process (the `lean_install` fixture in tests/conftest.py) and shared by the
+packaging test (parse, the clear error of `method: session` without the extra) and the Thrift
+suite (`dbt debug` against a real server with no pyspark installed).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class LeanInstall:
+    wheel: Path
+    python: Path
+
+    def run(self, code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.python), "-c", code], capture_output=True, text=True)
+
+    def dbt(self, project: Path, args: List[str]) -> subprocess.CompletedProcess:
+        env: Dict[str, str] = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+        return subprocess.run(
+            [str(self.python), "-m", "dbt.cli.main", *args, "--profiles-dir", str(project),
+             "--project-dir", str(project)],
+            capture_output=True, text=True, env=env, cwd=project, timeout=600)
+
+
+def build(where: Path) -> LeanInstall:
+    dist = where / "dist"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)],
+        check=True,
+    )
+    (wheel,) = dist.glob("dbt_spark_batch_refresh-*.whl")
+    # The wheel and its declared dependencies only (from pip's cache when warm).
+    env_dir = where / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    return LeanInstall(wheel, python)
+
+
+def write_project(root: Path, profile_output: Dict[str, object]) -> Path:
+    """A one-model dbt project whose profile has the given target output."""
+    lines = "".join(f"      {k}: {v}\n" for k, v in profile_output.items())
+    files = {
+        "dbt_project.yml": "name: wheel_check\nversion: '1.0'\nconfig-version: 2\nprofile: wheel_check\n",
+        "profiles.yml": f"wheel_check:\n  target: dev\n  outputs:\n    dev:\n{lines}",
+        "models/m.sql": "{{ config(materialized='batch_refresh', unique_key='id') }}\nselect 1 as id",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
