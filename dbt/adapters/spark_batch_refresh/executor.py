@@ -87,16 +87,17 @@ class Refresher:
 
     # ---------------------------------------------------------------- plan
     def refresh(self, req: RefreshRequest) -> RefreshResult:
-        waiter = LeaseWait(parse_config(req.model, req.raw_config).lease_wait_s)
+        config = parse_config(req.model, req.raw_config)
+        waiter = LeaseWait(config.lease_wait_s)
         while True:
             try:
-                return self._refresh(req, waiter)
+                return self._refresh(req, config, waiter)
             except LeaseFreed:
                 continue  # the lease we waited for is free: plan again from the target's log
 
-    def _refresh(self, req: RefreshRequest, waiter: LeaseWait) -> RefreshResult:
+    def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
+                 waiter: LeaseWait) -> RefreshResult:
         now = current_time()
-        config = parse_config(req.model, req.raw_config)
         analysis = sa.analyze(req.sql, config.unique_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
         # From here on the key is the configured one or the one inferred from GROUP BY.

@@ -148,14 +148,14 @@ def plan_run(
         moved_since = state.last_refresh_at or now
         due = _due(config, [moved_since], now)
         if due is not None and not force:
-            return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
+            return _skip(config, due, consumed)
         return Plan(FULL, f"upstream {', '.join(non_delta)} has no versions to compare",
                     mode, pinned=pinned, consumed=consumed, fallback_reason=fallback)
     if not moved:
         return Plan(NOOP, "no upstream changed", "none", consumed=consumed)
     due = _due(config, [consumed[u].timestamp for u in moved], now)
     if due is not None and not force:
-        return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
+        return _skip(config, due, consumed)
     action = REPLAY if mode == "incremental" else FULL
     summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
     return Plan(action, f"upstream moved: {summary}", mode, pinned=pinned, consumed=consumed,
@@ -181,7 +181,7 @@ def closed_gate(*, config: BatchRefreshConfig, upstreams: Sequence[str],
     due = _due(config, [p.timestamp for p in consumed.values()], now)
     if due is None:
         return None
-    return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
+    return _skip(config, due, consumed)
 
 
 def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: datetime) -> Optional[datetime]:
@@ -194,6 +194,11 @@ def _due(config: BatchRefreshConfig, consumed_times: list[datetime], now: dateti
         return None
     opens_at = min(consumed_times) + timedelta(seconds=config.refresh_interval_s)
     return None if now >= opens_at else opens_at
+
+
+def _skip(config: BatchRefreshConfig, due: datetime,
+          consumed: Mapping[str, UpstreamPoint]) -> Plan:
+    return Plan(SKIP, _skip_reason(config, due), "none", consumed=consumed, next_due=due)
 
 
 def _skip_reason(config: BatchRefreshConfig, due: datetime) -> str:
