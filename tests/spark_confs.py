@@ -7,6 +7,13 @@ this machine (2 cores, nothing else running) by a loop of the statements a refre
 (create, insert, CTAS, UPDATE, DESCRIBE HISTORY/DETAIL, CACHE TABLE, MERGE, EXCEPT ALL) on
 20-row Delta tables, 12 rounds: C1-only 305 s, tiered 228 s, tiered without AQE 192 s; MERGE
 7.0 / 4.6 / 3.6 s. Whole-stage codegen off changed nothing (231 s).
+
+A local JVM (the pytest process, crash subprocesses, the Spark 3.5 server) runs one task slot
+and one shuffle partition: on two cores the JIT compiler threads are busy for the JVM's first
+minutes (the C2 thread alone at 70-90% of a core while a test runs), and a second task thread
+only competes with them for tiny tasks. The same loop (10 rounds):
+local[2] + 2 partitions 105-110 s, local[1] + 1 partition 92 s. Raising the C2 thresholds
+(fewer, later compilations) made a crash-test process slower (232 -> 279 s).
 """
 
 from typing import Dict
@@ -19,4 +26,11 @@ PARTITION_CONFS: Dict[str, str] = {
     "spark.sql.adaptive.enabled": "false",
 }
 
-TEST_SPARK_CONFS: Dict[str, str] = {**PARTITION_CONFS, "spark.driver.extraJavaOptions": JVM_OPTIONS}
+# The standalone cluster keeps 2 partitions so both executors get work.
+LOCAL_CONFS: Dict[str, str] = {
+    **PARTITION_CONFS,
+    "spark.master": "local[1]",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+TEST_SPARK_CONFS: Dict[str, str] = {**LOCAL_CONFS, "spark.driver.extraJavaOptions": JVM_OPTIONS}

@@ -21,8 +21,8 @@ from tests.spark_confs import TEST_SPARK_CONFS
 DRIVER = Path(__file__).with_name("driver.py")
 # One kill per distinct state a dead run can leave. `single` refreshes in one commit: killed
 # before it (nothing written), after it (the target's log has the refresh, the state table
-# does not), and before the invocation's state write (both models committed, no state or
-# history row). `chunked` spans two or three commits: killed after the first (lease held,
+# does not), and before the invocation's state write (both models committed, their history
+# rows appended, no state row: the next run offers them again and must not write them twice). `chunked` spans two or three commits: killed after the first (lease held,
 # staging persisted, the log shows chunk 1 of n). Killed while staging or after the lease leaves what
 # `before_commit` leaves; `after_state_write` what a finished run leaves; a chunk failing with
 # an error is tests/functional/test_resume.py, a real kill through a Thrift Server tests/thrift.

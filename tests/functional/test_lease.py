@@ -10,7 +10,7 @@ import pytest
 
 from dbt.adapters.spark_batch_refresh.state import StateStore
 
-TRIALS = 8
+TRIALS = 4
 
 
 class TestLeaseRace:

@@ -37,7 +37,7 @@ from dbt.adapters.spark_batch_refresh.session_defaults import (
     jar_cache_file,
 )
 
-from tests.spark_confs import JVM_OPTIONS, PARTITION_CONFS
+from tests.spark_confs import JVM_OPTIONS, LOCAL_CONFS, PARTITION_CONFS
 
 START_TIMEOUT_S = 180.0
 WORKERS = 2
@@ -149,7 +149,7 @@ def server_confs(base: Path, master: str,
         "spark.sql.session.timeZone": SERVER_TZ,
         "spark.sql.sources.default": "delta",
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
-        **PARTITION_CONFS,
+        **(LOCAL_CONFS if master.startswith("local") else PARTITION_CONFS),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.bindAddress": "127.0.0.1",
@@ -294,12 +294,12 @@ def _await(server: ThriftServer, what: str, ready) -> None:
 
 def start(base: Optional[Path] = None, dist: Optional[SparkDistribution] = None,
           cluster: bool = True) -> ThriftServer:
-    """The Thrift Server, on a standalone cluster of its own (`cluster`) or in `local[2]`."""
+    """The Thrift Server, on a standalone cluster of its own (`cluster`) or in `local[1]`."""
     dist = dist or installed_distribution()
     base = base or Path(tempfile.mkdtemp(prefix="thrift-server-", dir="/tmp"))
     base.mkdir(parents=True, exist_ok=True)
     master_port, webui = _free_port(), _free_port()
-    master = f"spark://127.0.0.1:{master_port}" if cluster else "local[2]"
+    master = f"spark://127.0.0.1:{master_port}" if cluster else LOCAL_CONFS["spark.master"]
     server = ThriftServer("127.0.0.1", _free_port(), base, master, webui)
     try:
         if cluster:

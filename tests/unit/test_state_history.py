@@ -1,4 +1,4 @@
-"""The invocation's state and history write: one MERGE and one INSERT, whatever the model count."""
+"""The invocation's state and history write: one INSERT and one MERGE, whatever the model count."""
 
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
         commit = _commit(model)
         Recorder.add(Outcome("s", model, f"x.{model}", T, commit=commit,
                              history=history_row(commit, None, T, T),
-                             previous=history_row(_commit(model, 1), None, T, T)))
+                             previous=history_row(_commit(model, 1), None, T, T), previous_refresh=1))
     Recorder.add(Outcome("s", "model.p.d", "x.d", T, error="boom"))
-    Recorder.flush(lambda sql: [], ran.append)
-    assert [s.split()[0] for s in ran] == ["MERGE", "INSERT"]
-    merge, insert = ran
+    Recorder.flush(lambda sql: [], ran.append)  # no state rows yet: every previous is offered
+    # history first: a state row that records a refresh implies its history row was written
+    assert [s.split()[0] for s in ran] == ["INSERT", "MERGE"]
+    insert, merge = ran
     assert merge.count("UNION ALL") == 3  # four models, one statement
     assert "WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome" in merge
     assert "s.refresh >= t.refresh" in merge  # an older refresh never overwrites a newer one
@@ -40,6 +41,19 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
     assert insert.count("UNION ALL") == 5
     assert "WHERE NOT EXISTS (SELECT 1 FROM s.batch_refresh_history h" in insert
     assert not Recorder.pending()
+
+
+def test_an_up_to_date_state_row_makes_the_history_write_a_blind_append():
+    ran: List[str] = []
+    StateStore._ensured.add("s")
+    commit = _commit("model.p.a", 3)
+    Recorder.add(Outcome("s", "model.p.a", "x.a", T, commit=commit,
+                         history=history_row(commit, None, T, T),
+                         previous=history_row(_commit("model.p.a", 2), None, T, T), previous_refresh=2))
+    Recorder.flush(lambda sql: [{"model_id": "model.p.a", "refresh": 2}], ran.append)
+    insert, merge = ran
+    assert "NOT EXISTS" not in insert and "UNION ALL" not in insert  # refresh 3 alone, no read
+    assert "CAST('p3' AS STRING) AS run_id" in insert
 
 
 def test_state_values_come_from_the_commit():
@@ -73,8 +87,11 @@ def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
     for model, relation in (("model.p.a", "x.a"), ("model.p.b", "x.b")):
         Recorder.add(Outcome("s", model, relation, T, commit=_commit(model, 5),
                              history=history_row(_commit(model, 5), None, T, T),
-                             previous=history_row(_commit(model, 4), None, T, T)))
+                             previous=history_row(_commit(model, 4), None, T, T), previous_refresh=4))
     Recorder.flush(fetch, ran.append)
-    insert = ran[-1]
-    assert insert.count("UNION ALL") == 4  # a: 3, 4, 5; b: 4, 5 (a's 4 offered twice, once kept)
+    insert = ran[0]
+    # a: 3, 4, 5 (its 4 found in the log and offered as previous, kept once); b: 5 (its state
+    # row records 4, so 4's history row is there)
+    assert insert.count("UNION ALL") == 3
     assert "CAST('p3' AS STRING) AS run_id" in insert and "'p2'" not in insert
+    assert "WHERE NOT EXISTS" in insert

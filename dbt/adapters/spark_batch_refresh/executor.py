@@ -267,7 +267,8 @@ class Refresher:
             sql=req.sql, history=history_row(landed, result, run.started, current_time()),
             previous=(history_row(previous, None, previous.timestamp or run.started,
                                   previous.timestamp or run.started, "recorded from the target's log")
-                      if previous is not None and previous.complete else None)))
+                      if previous is not None and previous.complete else None),
+            previous_refresh=previous.refresh if previous is not None else 0))
         return result
 
     @staticmethod

@@ -3,9 +3,14 @@
 A refresh's own record is its target commit (commit_log.py); the state and history tables are
 what users, `batch_refresh_status` and `dbt docs` read. Writing them per model would cost two
 commits per refresh, so each refresh leaves its rows here and the adapter writes them all in
-one state MERGE and one history INSERT when the invocation ends. A process that dies before
+one history INSERT and one state MERGE when the invocation ends. A process that dies before
 then loses nothing: the next refresh of the model writes its state row from the target's log
-and offers the history row of the refresh it started from again (inserted only if missing).
+and offers the history row of the refresh it started from again.
+
+History is written before state, so a state row that records refresh n means refresh n's
+history row was written. That makes the common write a blind append (no read of the history
+table): only when a state row lags behind the refresh a run started from (a run died before or
+during its write) are the re-offered rows inserted with a check that they are missing.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class Outcome:
     commit: Optional[RefreshCommit] = None  # the refresh's last commit, as the log has it
     history: Optional[Dict[str, Any]] = None
     previous: Optional[Dict[str, Any]] = None  # the refresh it started from (reconciliation)
+    previous_refresh: int = 0  # that refresh's number
     error: Optional[str] = None
     sql: Optional[str] = None  # the compiled model SQL the refresh ran (for verify.py)
 
@@ -121,36 +127,37 @@ class Recorder:
         for schema, outcomes in pending.items():
             store = StateStore(schema, fetch, run)
             store.ensure()
-            lost = _lost_history(store, fetch, list(outcomes.values()))
+            done = [o for o in outcomes.values() if o.commit is not None]
+            recorded = store.refreshes(o.model_id for o in done) if done else {}
+            reoffered = _lost_history(fetch, done, recorded)
+            for o in done:
+                if o.previous is not None and recorded.get(o.model_id, 0) < o.previous_refresh:
+                    reoffered.append(o.previous)
+            rows = [o.history for o in done if o.history is not None]
+            fail_point("before_history_write")
+            if rows or reoffered:
+                store.append_history(rows + reoffered, only_if_missing=bool(reoffered),
+                                     relations={o.model_id: o.relation for o in outcomes.values()})
+            # killed here, the history rows are written and the state rows lag: the next run
+            # offers its previous refresh again, and only that write checks for what is there
             fail_point("before_state_write")
             store.upsert([state_values(o) for o in outcomes.values()])
             fail_point("after_state_write")
-            rows: List[Dict[str, Any]] = lost
-            for o in outcomes.values():
-                rows.extend(r for r in (o.previous, o.history) if r is not None)
-            if rows:
-                store.append_history(rows, relations={o.model_id: o.relation for o in outcomes.values()})
 
 
-def _lost_history(store: StateStore, fetch: Fetch, outcomes: List[Outcome]) -> List[Dict[str, Any]]:
+def _lost_history(fetch: Fetch, outcomes: List[Outcome],
+                  recorded: Dict[str, int]) -> List[Dict[str, Any]]:
     """History rows of refreshes older than the one a refresh started from that no state
     write recorded (consecutive invocations killed after their commits), from the targets' logs.
 
     Each refresh re-offers the one before it (Outcome.previous); only a model whose state row
-    lags further behind costs a read of its log, so this is one small state read otherwise.
+    lags further behind costs a read of its log.
     """
-    def offered(o: Outcome) -> int:  # the refreshes this outcome itself offers
-        return 2 if o.previous is not None else 1
-
-    candidates = [o for o in outcomes if o.commit is not None and o.commit.refresh > offered(o)]
-    if not candidates:
-        return []
-    recorded = store.refreshes(o.model_id for o in candidates)
     rows: List[Dict[str, Any]] = []
-    for o in candidates:
+    for o in outcomes:
         assert o.commit is not None
         have, newest = recorded.get(o.model_id, 0), o.commit.refresh
-        if newest - have <= offered(o):
+        if newest - have <= (2 if o.previous is not None else 1):
             continue
         for entry in DeltaReader(fetch).history(o.relation, LOG_LOOKBACK):
             found = RefreshCommit.from_history(entry, o.model_id)

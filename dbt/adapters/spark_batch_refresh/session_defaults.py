@@ -87,8 +87,12 @@ def embedded_confs(
         # its change feed on, so seeds and plain `table` models are valid upstreams.
         "spark.sql.sources.default": "delta",
         "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
-        # Local-sized defaults: 200 shuffle partitions cost more than they give on a laptop.
-        "spark.sql.shuffle.partitions": "8",
+        # Local-sized defaults: 200 shuffle partitions cost more than they give on a laptop;
+        # one per core keeps every core busy. Adaptive execution re-plans each query stage,
+        # which on local tables costs more than it saves (a tiny MERGE 4.6 -> 3.6 s without it,
+        # tests/spark_confs.py); a large local job can turn it back on in the profile.
+        "spark.sql.shuffle.partitions": str(max(2, os.cpu_count() or 2)),
+        "spark.sql.adaptive.enabled": "false",
         # Delta rebuilds table snapshots with 50 partitions by default; on a few local cores
         # that costs seconds per statement on small tables (measured 9 s -> 2.5 s per MERGE
         # at 4 partitions; 1 partition again cut a tiny table's UPDATE 3.5 -> 2.1 s, MERGE

@@ -302,9 +302,11 @@ class StateStore:
         )
         retry_conflicts(lambda: self._run(sql))
 
-    def append_history(self, rows: List[Mapping[str, Any]], relations: Mapping[str, str]) -> None:
-        """History rows not yet there (by model and plan id) in one commit: a row offered again
-        after a crash, or by a replayed flush, is not written twice."""
+    def append_history(self, rows: List[Mapping[str, Any]], relations: Mapping[str, str],
+                       only_if_missing: bool) -> None:
+        """History rows in one commit. A blind append (no read of the table) unless some rows
+        are offered again after a crash (`only_if_missing`): then rows already there (by model
+        and plan id) are not written twice."""
         cols = [c.split()[0] for c in _HISTORY_COLUMNS.replace("\n", " ").split(",")]
         types = dict(c.split()[:2] for c in _HISTORY_COLUMNS.replace("\n", " ").split(","))
         selects = []
@@ -317,9 +319,10 @@ class StateStore:
             values = {**row, "relation": relations.get(str(row.get("model_id")), row.get("relation"))}
             selects.append("SELECT " + ", ".join(f"{_cell(values.get(c), types[c])} AS {c}" for c in cols))
         source = "\nUNION ALL\n".join(selects)
+        guard = (f" WHERE NOT EXISTS (SELECT 1 FROM {self.history} h "
+                 f"WHERE h.model_id = v.model_id AND h.run_id = v.run_id)" if only_if_missing else "")
         sql = (f"INSERT INTO {self.history} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM (\n"
-               f"{source}\n) v WHERE NOT EXISTS (SELECT 1 FROM {self.history} h "
-               f"WHERE h.model_id = v.model_id AND h.run_id = v.run_id)")
+               f"{source}\n) v{guard}")
         retry_conflicts(lambda: self._run(sql))
 
 
