@@ -41,8 +41,6 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from dbt.adapters.spark_batch_refresh.analysis import pin_versions
-from tests.lean_install import LeanInstall, write_project
-from tests.thrift.server import ThriftServer
 from tests.functional.helpers import (
     compiled_sql,
     consumed_versions,
@@ -486,22 +484,3 @@ class TestThriftServer:
             assert json.loads(cur["versions_from"]) == json.loads(prev["versions_to"]), (prev, cur)
         commits = _chunk_commits(project, "race_m")
         assert all(n == 1 for n in commits.values()), commits
-
-
-def test_dbt_debug_over_thrift_without_spark_installed(lean_install: LeanInstall,
-                                                      thrift_server_process: ThriftServer,
-                                                      tmp_path: Path) -> None:
-    """A thrift user's install: the wheel without the `session` extra (no pyspark, no
-    delta-spark in the venv) connects to the real Spark Thrift Server, and `dbt debug` passes
-    every check. In this file so that `--dist loadfile` runs it on the worker whose cluster is
-    already up."""
-    found = lean_install.run("import importlib.util as u; print(u.find_spec('pyspark'))")
-    assert found.stdout.strip() == "None"
-    project = write_project(tmp_path / "project", {
-        "type": "spark_batch_refresh", "method": "thrift", "host": thrift_server_process.host,
-        "port": thrift_server_process.port, "user": "dbt", "schema": "lean_check",
-        "connect_retries": 2, "connect_timeout": 10})
-    debug = lean_install.dbt(project, ["debug"])
-    output = debug.stdout + debug.stderr
-    assert debug.returncode == 0, output
-    assert "All checks passed" in output, output
