@@ -484,3 +484,80 @@ class TestThriftServer:
             assert json.loads(cur["versions_from"]) == json.loads(prev["versions_to"]), (prev, cur)
         commits = _chunk_commits(project, "race_m")
         assert all(n == 1 for n in commits.values()), commits
+
+
+CLOCK_MODEL = """
+{{ config(materialized='batch_refresh', unique_key='id', refresh_interval='0s') }}
+select id, v from {{ source('raw', 'ticks') }}
+"""
+CLOCK_MACROS = """
+{% macro clock_setup() %}
+  {% do run_query("create schema if not exists " ~ target.schema) %}
+  {% do run_query("create or replace table " ~ target.schema ~ ".ticks (id int, v int) using delta") %}
+  {% do run_query("insert into " ~ target.schema ~ ".ticks values (1, 1), (2, 2)") %}
+{% endmacro %}
+{% macro clock_change() %}
+  {% do run_query("insert into " ~ target.schema ~ ".ticks values (3, 3)") %}
+{% endmacro %}
+{% macro clock_drop() %}
+  {% do run_query("drop schema if exists " ~ target.schema ~ " cascade") %}
+  {% do run_query("drop schema if exists " ~ target.schema ~ "_batch_refresh cascade") %}
+{% endmacro %}
+"""
+
+
+def test_two_targets_in_one_process_keep_their_own_clocks(thrift_server_process, tmp_path):
+    """An orchestrator that runs dbt for two targets in one process (here: the Thrift Server,
+    whose clock reads UTC-11, then the embedded session) must compare each target's commit
+    times with that target's own clock. A clock measured on the server and kept for the
+    process made the embedded run's interval gate read 11 h in the past, so a model with
+    refresh_interval='0s' skipped its replay as 'not due' (found under two pytest workers),
+    and the state tables made on the server were taken to exist in the embedded warehouse,
+    so the embedded run's state write failed."""
+    from dbt.cli.main import dbtRunner
+    from tests.conftest import SESSION_DIR
+    from tests.spark_confs import TEST_SPARK_CONFS
+
+    schema = f"clock_{os.getpid()}"
+    (tmp_path / "models").mkdir()
+    (tmp_path / "macros").mkdir()
+    (tmp_path / "models" / "ticked.sql").write_text(CLOCK_MODEL)
+    (tmp_path / "models" / "sources.yml").write_text(sources_yml("ticks"))
+    (tmp_path / "macros" / "clock.sql").write_text(CLOCK_MACROS)
+    (tmp_path / "dbt_project.yml").write_text(
+        "name: clock\nversion: '1.0'\nconfig-version: 2\nprofile: clock\n")
+    common = {"type": "spark_batch_refresh", "host": "localhost", "schema": schema, "threads": 1}
+    outputs = {
+        "thrift": {**common, "method": "thrift", "host": thrift_server_process.host,
+                   "port": thrift_server_process.port, "user": "dbt", "connect_retries": 2,
+                   "connect_timeout": 10},
+        "embedded": {**common, "method": "session", "session_dir": SESSION_DIR,
+                     "server_side_parameters": dict(TEST_SPARK_CONFS)},
+    }
+    (tmp_path / "profiles.yml").write_text(json.dumps({"clock": {"target": "thrift", "outputs": outputs}}))
+    dirs = ["--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path)]
+
+    warnings: List[str] = []
+
+    def dbt(*args: str) -> Any:
+        res = dbtRunner(callbacks=[lambda ev: warnings.append(ev.info.msg)
+                                   if ev.info.level == "warn" else None]).invoke([*args, *dirs])
+        assert res.success, (args, res.exception, res.result)
+        return res.result
+
+    def action(target: str) -> Dict[str, Any]:
+        (one,) = dbt("run", "--target", target).results
+        return one.adapter_response
+
+    try:
+        for target in ("thrift", "embedded"):
+            dbt("run-operation", "clock_setup", "--target", target)
+            assert action(target)["action"] == "backfill"
+            dbt("run-operation", "clock_change", "--target", target)
+            replayed = action(target)
+            assert replayed["action"] == "replay", (target, replayed)
+        # nor are the state tables made on one endpoint taken to exist on the other
+        assert not warnings, warnings
+    finally:
+        for target in ("thrift", "embedded"):
+            dbtRunner().invoke(["run-operation", "clock_drop", "--target", target, *dirs])

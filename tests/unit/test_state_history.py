@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import List
 
+from dbt.adapters.spark_batch_refresh import endpoint
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
 from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row, state_values
@@ -23,7 +24,7 @@ def _commit(model: str, refresh: int = 2) -> RefreshCommit:
 
 def test_one_state_commit_and_one_history_commit_for_many_models():
     ran: List[str] = []
-    StateStore._ensured.add("s")  # the DDL is tested on Spark; here only the writes
+    StateStore._ensured.add((endpoint.current(), "s"))  # the DDL is tested on Spark; here only the writes
     for model in ("model.p.a", "model.p.b", "model.p.c"):
         commit = _commit(model)
         Recorder.add(Outcome("s", model, f"x.{model}", T, commit=commit,
@@ -45,7 +46,7 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
 
 def test_an_up_to_date_state_row_makes_the_history_write_a_blind_append():
     ran: List[str] = []
-    StateStore._ensured.add("s")
+    StateStore._ensured.add((endpoint.current(), "s"))
     commit = _commit("model.p.a", 3)
     Recorder.add(Outcome("s", "model.p.a", "x.a", T, commit=commit,
                          history=history_row(commit, None, T, T),

@@ -23,13 +23,13 @@ from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, c
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.delta import Columns
+from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait, held
 from dbt.adapters.spark_batch_refresh.planner import Plan
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
-from dbt.adapters.spark_batch_refresh.run_result import (
-    Fetch, RefreshRequest, RefreshResult, Run, current_time)
+from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
 

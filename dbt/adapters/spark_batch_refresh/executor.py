@@ -27,6 +27,7 @@ from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, parse_co
 from dbt.adapters.spark_batch_refresh.delta import Columns, DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
+from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait
@@ -35,7 +36,7 @@ from dbt.adapters.spark_batch_refresh.planner import (
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import (
-    Fetch, Meter, RefreshRequest, RefreshResult, Run, current_time)
+    Fetch, Meter, RefreshRequest, RefreshResult, Run)
 from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
 
@@ -387,4 +388,4 @@ def _cols(cols: Columns) -> str:
     return ", ".join(f"{c} {t}" for c, t in cols)
 
 
-__all__ = ["Refresher", "RefreshRequest", "RefreshResult", "current_time", "lease_error"]
+__all__ = ["Refresher", "RefreshRequest", "RefreshResult", "lease_error"]

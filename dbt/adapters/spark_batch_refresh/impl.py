@@ -28,7 +28,9 @@ from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnec
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.executor import Refresher
 from dbt.adapters.spark_batch_refresh.record import Recorder
-from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest, current_time, sync_clock
+from dbt.adapters.spark_batch_refresh import endpoint
+from dbt.adapters.spark_batch_refresh.endpoint import current_time
+from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.verify import Verifier
 from dbt.adapters.spark_batch_refresh.state import (
     HISTORY_TABLE, STATE_TABLE, StateStore, points_json)
@@ -123,13 +125,18 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         self.connections.add_query(sql, auto_begin=False)
 
     def _refresher(self) -> Refresher:
-        self._sync_clock()
+        self._use_endpoint()
         return Refresher(self._fetch_dicts, self._run_sql)
 
-    def _sync_clock(self) -> None:
-        """A remote server's clock (and time zone) is the one times are compared on."""
-        if self.config.credentials.method != SparkConnectionMethod.SESSION:
-            sync_clock(self._fetch_dicts)
+    def _use_endpoint(self) -> None:
+        """This target's Spark is the one whose clock (and time zone) times are compared on
+        and whose state tables are known to exist, whatever this process ran before."""
+        creds = self.config.credentials
+        if creds.method == SparkConnectionMethod.SESSION:
+            endpoint.use(endpoint.EMBEDDED, None)
+        else:
+            method = SparkConnectionMethod(creds.method).value
+            endpoint.use(endpoint.key_for(method, vars(creds)), self._fetch_dicts)
 
     # ------------------------------------------------------------------ materialization
     @available.parse(lambda *a, **k: (BatchRefreshResponse(_message="PARSE"), {}))
@@ -162,6 +169,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         if Recorder.pending():
             try:
                 with self.connection_named("batch_refresh_record"):
+                    self._use_endpoint()
                     Recorder.flush(self._fetch_dicts, self._run_sql)
             except Exception as exc:  # noqa: BLE001 - the refreshes themselves are committed
                 logger.warning(
@@ -260,7 +268,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 history = [h for h in history if str(h.get("model_id")) in wanted]
         self._reconcile_from_logs(infos, states)
         latest = self._latest_upstreams(states.values())
-        self._sync_clock()
+        self._use_endpoint()
         return status_report.render(infos, states, history, latest, current_time())
 
     def _reconcile_from_logs(self, infos: List[status_report.ModelInfo],
@@ -336,16 +344,17 @@ class SparkBatchRefreshAdapter(SparkAdapter):
 
     @available
     def batch_refresh_history(self, state_schema: str) -> List[Dict[str, Any]]:
+        self._use_endpoint()
         store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
         store.ensure()
         return self._fetch_dicts(f"SELECT * FROM {store.history} ORDER BY started_at, run_id")
 
     @available
     def batch_refresh_unlock(self, state_schema: str, model_id: str, force: bool = False) -> str:
+        self._use_endpoint()
         store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
         store.ensure()
         row = store.read(model_id)
-        self._sync_clock()
         now = current_time()
         if row is None:
             return f"{model_id}: no refresh state; nothing to unlock."

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from dbt.adapters.spark_batch_refresh.planner import NOOP, SKIP
@@ -13,38 +12,7 @@ from dbt.adapters.spark_batch_refresh.planner import NOOP, SKIP
 Fetch = Callable[[str], List[Dict[str, Any]]]
 Run = Callable[[str], None]
 
-NOW_ENV = "BATCH_REFRESH_NOW"  # testing aid: a fixed clock for the interval gate
 TRACE_ENV = "BATCH_REFRESH_TRACE"  # profiling aid: append each statement's seconds and SQL here
-
-
-# The Spark server's clock minus this process's, measured once per process (None: not yet, or
-# an embedded session, whose clock is this process's).
-_server_offset: Optional[timedelta] = None
-
-
-def current_time() -> datetime:
-    """Now, on the clock every time a refresh compares is read from: the Spark server's.
-
-    Commit times (DESCRIBE HISTORY) come rendered in the server's time zone, and lease times are
-    written by runs on other hosts; comparing them with this host's local clock would shift the
-    interval gate by the zone difference and let clock skew decide who holds a lease.
-    """
-    fixed = os.environ.get(NOW_ENV)
-    if fixed:
-        return datetime.fromisoformat(fixed)
-    return (datetime.now() + (_server_offset or timedelta(0))).replace(microsecond=0)
-
-
-def sync_clock(fetch: Fetch) -> None:
-    """Measure the server's clock once per process (one statement; a remote server only)."""
-    global _server_offset
-    if _server_offset is not None:
-        return
-    before = datetime.now()
-    value = fetch("SELECT current_timestamp() AS now")[0]["now"]
-    after = datetime.now()
-    server = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    _server_offset = server.replace(tzinfo=None) - (before + (after - before) / 2)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
+from dbt.adapters.spark_batch_refresh import endpoint
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.session_confs import SessionConfs, idempotent_write
 from dbt.adapters.spark_batch_refresh.sqlgen import lit
@@ -131,16 +132,18 @@ class StateStore:
         self._fetch = fetch
         self._run = run
 
-    _ensured: set[str] = set()  # per process: the DDL below is idempotent but not free
+    # per process and endpoint: the DDL below is idempotent but not free
+    _ensured: set[tuple[str, str]] = set()
     _ensure_lock = threading.Lock()  # dbt threads: create the tables once, not concurrently
 
     def ensure(self) -> None:
-        if self.schema in StateStore._ensured:
+        key = (endpoint.current(), self.schema)
+        if key in StateStore._ensured:
             return
         with StateStore._ensure_lock:
-            if self.schema not in StateStore._ensured:
+            if key not in StateStore._ensured:
                 retry_conflicts(self._create)
-                StateStore._ensured.add(self.schema)
+                StateStore._ensured.add(key)
 
     def _create(self) -> None:
         self._run(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
