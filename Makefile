@@ -20,8 +20,11 @@ install: $(STAMP)
 demo: install
 	$(BIN)/python scripts/demo.py
 
+# Two pytest workers, whole files each: a test JVM runs one task slot (tests/spark_confs.py) and
+# keeps about one core busy, so two of them fill this 2-core machine; whole files keep each
+# stateful test class and each Thrift server's tests on one worker.
 test: install
-	$(BIN)/python -m pytest tests $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)

@@ -41,6 +41,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from dbt.adapters.spark_batch_refresh.analysis import pin_versions
+from tests.lean_install import LeanInstall, write_project
+from tests.thrift.server import ThriftServer
 from tests.functional.helpers import (
     compiled_sql,
     consumed_versions,
@@ -561,3 +563,22 @@ def test_two_targets_in_one_process_keep_their_own_clocks(thrift_server_process,
     finally:
         for target in ("thrift", "embedded"):
             dbtRunner().invoke(["run-operation", "clock_drop", "--target", target, *dirs])
+
+
+def test_dbt_debug_over_thrift_without_spark_installed(lean_install: LeanInstall,
+                                                      thrift_server_process: ThriftServer,
+                                                      tmp_path: Path) -> None:
+    """A thrift user's install: the wheel without the `session` extra (no pyspark, no
+    delta-spark in the venv) connects to the real Spark Thrift Server, and `dbt debug` passes
+    every check. In this file so that `--dist loadfile` runs it on the worker whose cluster is
+    already up."""
+    found = lean_install.run("import importlib.util as u; print(u.find_spec('pyspark'))")
+    assert found.stdout.strip() == "None"
+    project = write_project(tmp_path / "project", {
+        "type": "spark_batch_refresh", "method": "thrift", "host": thrift_server_process.host,
+        "port": thrift_server_process.port, "user": "dbt", "schema": "lean_check",
+        "connect_retries": 2, "connect_timeout": 10})
+    debug = lean_install.dbt(project, ["debug"])
+    output = debug.stdout + debug.stderr
+    assert debug.returncode == 0, output
+    assert "All checks passed" in output, output
