@@ -39,3 +39,25 @@ def lean_install(tmp_path_factory):
     from tests.lean_install import build
 
     return build(tmp_path_factory.mktemp("lean-install"))
+
+
+# Heaviest files first (serial seconds measured with --durations on an idle machine): under
+# `make test`'s two workers (`--dist loadfile` hands out whole files in collection order) a
+# long file started last would run alone at the end while the other worker sits idle.
+HEAVIEST_FIRST = [
+    "tests/thrift/",  # ~600: a standalone cluster, its server, subprocess races
+    "tests/crash/",  # ~570: five cold-JVM driver processes
+    "tests/thrift35/",  # ~400: the Spark 3.5 server
+    "tests/functional/test_changes.py",  # ~360
+    "tests/functional/test_batch_refresh.py",  # ~330
+    "tests/functional/test_shapes.py",  # ~290
+]
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        path = item.nodeid
+        return next((i for i, p in enumerate(HEAVIEST_FIRST) if path.startswith(p)),
+                    len(HEAVIEST_FIRST))
+
+    items.sort(key=rank)  # stable: the order within a file (stateful classes) is kept
