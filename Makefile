@@ -22,9 +22,10 @@ demo: install
 
 # Two pytest workers, whole files each: a test JVM runs one task slot (tests/spark_confs.py) and
 # keeps about one core busy, so two of them fill this 2-core machine; whole files keep each
-# stateful test class and each Thrift server's tests on one worker.
+# stateful test class and each Thrift server's tests on one worker. Files are handed out in
+# collection order, heaviest first (tests/conftest.py), not xdist's default of most tests first.
 test: install
-	$(BIN)/python -m pytest tests -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)

@@ -5,6 +5,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * rowwise:  filter + projection, key `id`;
 * agg:      GROUP BY k (about 100 fact rows per group);
 * join_agg: fact JOIN dim, GROUP BY f.dim_id, d.category (about 10 fact rows per group).
+* dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
+            updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition).
 
 Methods per shape:
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
-SHAPES = ("rowwise", "agg", "join_agg")
+SHAPES = ("rowwise", "agg", "join_agg", "dedup")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -46,9 +48,16 @@ _SQL = {
         "{inc}"
         "group by f.dim_id, d.category\n"
     ),
+    "dedup": (
+        "select dim_id, id, v, updated_at\n"
+        "from (select id, dim_id, v, updated_at,\n"
+        "             row_number() over (partition by dim_id order by updated_at desc, id desc) as rn\n"
+        "      from {fact}{inc}) x\n"
+        "where rn = 1\n"
+    ),
 }
 
-_KEYS = {"rowwise": "'id'", "agg": "'k'", "join_agg": "['dim_id', 'category']"}
+_KEYS = {"rowwise": "'id'", "agg": "'k'", "join_agg": "['dim_id', 'category']", "dedup": "'dim_id'"}
 
 _INC = {
     "rowwise": (
@@ -66,6 +75,12 @@ _INC = {
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
         "                   where updated_at > (select max(max_updated_at) from {{ this }}))\n"
         "{% endif %}\n"
+    ),
+    "dedup": (
+        "\n{% if is_incremental() %}\n"
+        "      where dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
+        "                       where updated_at > (select max(updated_at) from {{ this }}))\n"
+        "{% endif %}"
     ),
 }
 

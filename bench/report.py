@@ -25,13 +25,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.summary import (FIXED_CHANGE, METHODS, Key, _diff, _dist_order, _n,  # noqa: E402
                            _pct, _r, _ratio, _s, distribution, fixed_costs, median,
                            merge_records, of_distribution, summarize)
+from bench.models import SHAPES  # noqa: E402
 from bench.targets import targets  # noqa: E402
 
 
 def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
     rows = sorted({k[:4] for k in summary if k[4] in METHODS},
-                  key=lambda t: (t[0], ["rowwise", "agg", "join_agg"].index(t[1])
-                                 if t[1] in ("rowwise", "agg", "join_agg") else 9,
+                  key=lambda t: (t[0], SHAPES.index(t[1]) if t[1] in SHAPES else 9,
                                  _dist_order(t[2]), t[3]))
     head = ("| fact rows | shape | distribution | change | replay s | hand MERGE s | rebuild s "
             "| incremental s | replay / hand | replay / rebuild | replay statements / commits |\n"
@@ -184,7 +184,7 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
     import matplotlib.pyplot as plt
 
     full = summarize(merge_records(results))
-    shapes = [s for s in ("rowwise", "agg", "join_agg") if any(k[1] == s for k in full)]
+    shapes = [s for s in SHAPES if any(k[1] == s for k in full)]
     paths = []
     styles = {"replay": "o-", "hand_merge": "s--", "rebuild": "^-", "incremental": "v:",
               "noop": "x-."}
@@ -227,8 +227,8 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
     if pts:
         fig, ax = plt.subplots(figsize=(6, 4))
         colors = {"replay": "C0", "hand_merge": "C1", "rebuild": "C2", "incremental": "C3"}
-        lines = {"rowwise": "-", "agg": "--", "join_agg": ":"}
-        markers = {"rowwise": "o", "agg": "s", "join_agg": "^"}
+        lines = {"rowwise": "-", "agg": "--", "join_agg": ":", "dedup": "-."}
+        markers = {"rowwise": "o", "agg": "s", "join_agg": "^", "dedup": "D"}
         for (shape, method), p in sorted(pts.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             p.sort()
             ax.plot([x for x, _ in p], [y for _, y in p], color=colors.get(method, "C4"),

@@ -7,6 +7,7 @@ One JVM per test process: the first dbt invocation starts the embedded Spark, ev
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -19,6 +20,12 @@ pytest_plugins = ["dbt.tests.fixtures.project"]
 SESSION_DIR = os.environ.get("BATCH_REFRESH_TEST_SESSION_DIR") or tempfile.mkdtemp(
     prefix="batch-refresh-tests-"
 )
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A warehouse this process made is removed with it (one given by the variable is kept)."""
+    if not os.environ.get("BATCH_REFRESH_TEST_SESSION_DIR"):
+        shutil.rmtree(SESSION_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="class")
@@ -42,8 +49,10 @@ def lean_install(tmp_path_factory):
 
 
 # Heaviest files first (serial seconds measured with --durations on an idle machine): under
-# `make test`'s two workers (`--dist loadfile` hands out whole files in collection order) a
-# long file started last would run alone at the end while the other worker sits idle.
+# `make test`'s two workers (`--dist loadfile --no-loadscope-reorder` hands out whole files in
+# collection order; xdist's default order is most tests first, which started the 1-test crash
+# file with the Thrift file on one worker) a long file started last would run alone at the end
+# while the other worker sits idle.
 HEAVIEST_FIRST = [
     "tests/thrift/",  # ~600: a standalone cluster, its server, subprocess races
     "tests/crash/",  # ~570: five cold-JVM driver processes

@@ -19,21 +19,19 @@ import pytest
 from tests.spark_confs import TEST_SPARK_CONFS
 
 DRIVER = Path(__file__).with_name("driver.py")
-# One kill per distinct state a dead run can leave. `single` refreshes in one commit: killed
-# before it (nothing written), after it (the target's log has the refresh, the state table
-# does not), and before the invocation's state write (both models committed, their history
-# rows appended, no state row: the next run offers them again and must not write them twice). `chunked` spans two or three commits: killed after the first (lease held,
-# staging persisted, the log shows chunk 1 of n). Killed while staging or after the lease leaves what
-# `before_commit` leaves; `after_state_write` what a finished run leaves; a chunk failing with
-# an error is tests/functional/test_resume.py, a real kill through a Thrift Server tests/thrift.
-FAIL_POINTS = ["before_commit", "after_commit", "before_state_write", "after_chunk:1"]
+# One kill per distinct state a dead run can leave, for a single-chunk refresh: before its one
+# commit (nothing written), after it (the target's log has the refresh, the state table does
+# not), and before the invocation's state write (the history row appended, no state row: the
+# next run offers it again and must not write it twice); then after the commit again, so that
+# three invocations in a row die past their commits and the last run records the lost refreshes
+# from the target's log. A multi-chunk refresh killed after chunk 1 and resumed is
+# tests/thrift (a killed dbt client, the chunks applied once); a chunk failing with an error
+# tests/functional/test_resume.py. Killed while staging or after the lease leaves what
+# `before_commit` leaves; `after_state_write` what a finished run leaves.
+FAIL_POINTS = ["before_commit", "after_commit", "before_state_write", "after_commit"]
 
 PROJECT = {
     "dbt_project.yml": "name: crash\nversion: '1.0'\nconfig-version: 2\nprofile: crash\n",
-    "models/chunked.sql": (
-        "{{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=20) }}\n"
-        "select id, grp, v * 2 as v2 from {{ target.schema }}.src where v >= 0\n"
-    ),
     "models/single.sql": (
         "{{ config(materialized='batch_refresh', unique_key='id') }}\n"
         "select id, grp, v * 2 as v2 from {{ target.schema }}.src where v >= 0\n"
@@ -55,7 +53,7 @@ PROJECT = {
 {% macro check() %}
   {#- The target's own log is the record: its newest complete refresh says what was consumed. -#}
   {% set out = {} %}
-  {% for model in ["chunked", "single"] %}
+  {% for model in ["single"] %}
     {% set tgt = target.schema ~ "." ~ model %}
     {% set commits = [] %}
     {% for meta in run_query("describe history " ~ tgt).columns['userMetadata'].values() %}
@@ -153,8 +151,6 @@ def test_every_fail_point_resumes(tmp_path: Path) -> None:
         runs = [o for o in out if o.get("step") == "run"]
         checks = [o for o in out if o.get("step") == "check"]
         assert all(r["success"] for r in runs), (point, out)
-        # only a kill between chunks leaves a plan to resume, and the next run resumes it
-        assert runs[0]["resumed"] == (["chunked"] if point.startswith("after_chunk") else []), (
-            point, runs[0])
+        assert runs[0]["resumed"] == [], (point, runs[0])  # one commit: nothing to resume
         for n, check in enumerate(checks):
             assert_clean(check, tables=nxt is None and n == len(checks) - 1)

@@ -146,6 +146,22 @@ select coalesce(c.region, 'none') as region, count(distinct o.customer_id) as bu
 from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 group by coalesce(c.region, 'none')
 """, 4),
+    # Windows partitioned by the key: the partitions the change rows touch are recomputed.
+    Shape("s_dedup_latest", """
+{{ config(materialized='batch_refresh', unique_key='customer_id') }}
+select customer_id, id as order_id, amount
+from (select *, row_number() over (partition by customer_id order by amount desc, id desc) as rn
+      from {{ source('raw', 'orders') }} where status <> 'cancelled') d
+where rn = 1
+""", 2),
+    # A running total and the previous order per customer, keyed by order: every row of a
+    # touched partition is read whole, at the old and the new versions.
+    Shape("s_running_total", """
+{{ config(materialized='batch_refresh', unique_key=['customer_id', 'id']) }}
+select customer_id, id, sum(amount) over (partition by customer_id order by id) as running,
+       lag(amount) over (partition by customer_id order by id) as prev
+from {{ source('raw', 'orders') }}
+""", 12),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region
@@ -157,7 +173,7 @@ from {{ ref('s_group_all_aggs') }} t left join {{ source('raw', 'customers') }} 
 # Not part of the catalogue: `auto` must fall back to a full recompute, and say why.
 FALLBACK = Shape("f_window", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
-select id, customer_id, row_number() over (partition by customer_id order by amount, id) as rank
+select id, customer_id, row_number() over (order by amount, id) as rank
 from {{ source('raw', 'orders') }}
 """, 0)
 
@@ -327,6 +343,10 @@ class TestShapeCatalogue:
         assert "customer_id (inferred from the query)" in explained
         assert "payments (as p): keys from its change rows joined to" in explained
         assert "pushdown" in explained and "orders.customer_id" in explained
+        assert "[affected-key recompute] " in explained
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: s_dedup_latest}"])
+        assert "[partition recompute] " in explained and "PARTITION BY customer_id" in explained
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: f_window}"])
         assert "full recompute" in explained and "window function" in explained

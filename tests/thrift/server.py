@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -220,6 +221,7 @@ class ThriftServer:
     master: str
     webui: int  # the master's web UI: its /json/ lists workers and applications
     processes: List[_Process] = field(default_factory=list)  # master, workers, server
+    owns_base: bool = False  # a temporary directory made for this server: removed by stop()
 
     def cluster_status(self) -> Dict[str, object]:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.webui}/json/", timeout=5) as answer:
@@ -232,6 +234,8 @@ class ThriftServer:
     def stop(self) -> None:
         for process in reversed(self.processes):  # the application first, the master last
             process.stop()
+        if self.owns_base:
+            shutil.rmtree(self.base, ignore_errors=True)
 
     def log_tail(self, chars: int = 6000) -> str:
         return "\n".join(p.tail(chars // max(1, len(self.processes))) for p in self.processes)
@@ -296,11 +300,12 @@ def start(base: Optional[Path] = None, dist: Optional[SparkDistribution] = None,
           cluster: bool = True) -> ThriftServer:
     """The Thrift Server, on a standalone cluster of its own (`cluster`) or in `local[1]`."""
     dist = dist or installed_distribution()
+    owned = base is None
     base = base or Path(tempfile.mkdtemp(prefix="thrift-server-", dir="/tmp"))
     base.mkdir(parents=True, exist_ok=True)
     master_port, webui = _free_port(), _free_port()
     master = f"spark://127.0.0.1:{master_port}" if cluster else LOCAL_CONFS["spark.master"]
-    server = ThriftServer("127.0.0.1", _free_port(), base, master, webui)
+    server = ThriftServer("127.0.0.1", _free_port(), base, master, webui, owns_base=owned)
     try:
         if cluster:
             _start_cluster(server, dist, master_port)

@@ -120,7 +120,7 @@ def test_star_on_path_projects_table_columns():
 
 
 @pytest.mark.parametrize("sql, reason", [
-    ("select id, row_number() over (partition by g order by v) as r from s.t", "window"),
+    ("select id, row_number() over (order by v) as r from s.t", "window"),
     ("select id from s.t order by id limit 5", "LIMIT"),
     ("select id, rand() as r from s.t", "non-deterministic function rand"),
     ("select id, uuid() as u from s.t", "non-deterministic function uuid"),
@@ -152,3 +152,68 @@ def test_wrong_explicit_keys_are_errors():
     b = sa.analyze("select k, sum(v) as total from s.t group by k", ("total",))
     assert "is an aggregate" in b.key_errors[0]
     assert sa.analyze("select * from s.t", ("anything",)).key_errors == ()
+
+
+DEDUP = ("select customer_id, id, amount from (select *, row_number() over (partition by "
+         "customer_id order by amount desc, id desc) as rn from s.o where status <> 'x') d "
+         "where rn = 1")
+
+
+def test_a_window_partitioned_by_the_key_replays_the_partitions_it_touches():
+    a = sa.analyze(DEDUP, ("customer_id",))
+    assert a.incremental_reason is None
+    (path,) = a.key_paths
+    assert "partitions the change touches (PARTITION BY customer_id)" in path.describe()
+    (query,) = sa.affected_keys_sql(DEDUP, ["customer_id"], {"s.o": (3, 4)}, {"s.o": 4},
+                                    {"s.o": 2}, lambda u: ["id", "customer_id", "amount", "status"])
+    # the change rows' partitions, not the rows that rank first among the change rows alone
+    assert "rn = 1" not in query and "TABLE_CHANGES('s.o', 3, 4)" in query
+    assert "status <> 'x'" in query  # a filter below the window applies to every row alike
+
+
+@pytest.mark.parametrize("sql, key, reason", [
+    ("select id, lag(v) over (order by id) as p from s.t", ("id",), "without PARTITION BY"),
+    ("select g, row_number() over (partition by g % 2 order by v) as r from s.t", ("g",),
+     "by an expression"),
+    ("select a.g, row_number() over (partition by a.g order by b.v) as r from s.a a "
+     "join s.b b on a.id = b.id", ("g",), "over a join"),
+])
+def test_window_fallbacks(sql, key, reason):
+    a = sa.analyze(sql, key)
+    assert a.incremental_reason is not None and reason in a.incremental_reason, a.incremental_reason
+
+
+RUNNING = "select customer_id, id, sum(amount) over (partition by customer_id order by id) as run from s.o"
+
+
+def test_a_window_keyed_off_its_partitions_reads_them_whole_at_both_versions():
+    """A running total keyed by order: one change alters every later row of its partition, so
+    the touched partitions are read whole, at the new and at the old versions (the keys they
+    held before the change and after it)."""
+    a = sa.analyze(RUNNING, ("customer_id", "id"))
+    assert a.incremental_reason is None
+    (path,) = a.key_paths
+    assert path.rule == "partition recompute" and path.whole_partitions
+    new, old = sa.affected_keys_sql(RUNNING, ["customer_id", "id"], {"s.o": (3, 4)}, {"s.o": 4},
+                                    {"s.o": 2})
+    assert "s.o VERSION AS OF 4" in new and "s.o VERSION AS OF 2" in old
+    for query in (new, old):
+        assert "TABLE_CHANGES('s.o', 3, 4)" in query
+        assert "_br_c.`customer_id` IS NOT DISTINCT FROM _br_w.`customer_id`" in query  # NULL-safe
+    # a filter above such a window reads exact values, and stays
+    ranked = ("select g, v from (select g, v, rank() over (partition by g order by v) as r "
+              "from s.t) x where r = 1")
+    (query, _) = sa.affected_keys_sql(ranked, ["v"], {"s.t": (5, 5)}, {"s.t": 5}, {"s.t": 4})
+    assert "WHERE r = 1" in query
+
+
+def test_a_whole_partition_window_keeps_the_filter_on_its_input():
+    """Below the window an aggregate's value is partial from the change rows, so the walk drops
+    the window SELECT's filter on it; read whole, the input is exact and the filter is back."""
+    sql = ("select k, r from (select region, k, rank() over (partition by region order by total) "
+           "as r from (select region, k, sum(v) as total from s.t group by region, k) g "
+           "where total > 10) x where r = 1")
+    a = sa.analyze(sql, ("k",))
+    assert a.incremental_reason is None and a.key_paths[0].whole_partitions
+    new, _ = sa.affected_keys_sql(sql, ["k"], {"s.t": (5, 6)}, {"s.t": 6}, {"s.t": 4})
+    assert "total > 10" in new and "WHERE r = 1" in new

@@ -185,7 +185,7 @@ def key_paths(tree: exp.Expression, key: Sequence[str]) -> Tuple[kp.KeyPath, ...
     paths = []
     for occurrence in kp.occurrences(inlined):
         source = kp.change_source(occurrence.upstream, 1, 1)
-        _, path = kp.affected_keys(inlined, occurrence.index, key, source)
+        _, path = kp.affected_keys(inlined, occurrence.index, key, source, partitions_at=0)
         paths.append(path)
     return tuple(paths)
 
@@ -202,7 +202,9 @@ def affected_keys_sql(
 
     Other scans are pinned at the new versions; when another scan's table moved too, a second
     variant pins them at the old versions as well, so that a row that changed on both sides
-    of a join is matched against the partner it had before as well as the one it has now.
+    of a join is matched against the partner it had before as well as the one it has now. A
+    window read by whole partitions always gets both variants: the keys its partitions held
+    before the change and the ones they hold after it.
     """
     inlined = kp.inline_ctes(_parse(sql))
     scans = kp.occurrences(inlined)
@@ -215,9 +217,14 @@ def affected_keys_sql(
                    and kp.star_on_path(inlined, occ.index) else None)
         source = kp.change_source(occ.upstream, start, end, columns)
         others_moved = any(o.upstream in ranges for o in scans if o.index != occ.index)
-        for pins in [new, old] if others_moved else [new]:
-            query, _ = kp.affected_keys(inlined, occ.index, key, source, pins)
+        variants = [new, old] if others_moved else [new]
+        for pins in variants:
+            query, path = kp.affected_keys(inlined, occ.index, key, source, pins,
+                                           pins.get(occ.upstream))
             parts.append(query.sql(dialect=DIALECT))
+            if path.whole_partitions and variants == [new]:
+                # whole window partitions: the keys they held at the old versions as well
+                variants.append(old)
     return parts
 
 

@@ -83,7 +83,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     if mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         for path in analysis.key_paths:
-            lines.append(f"    - {path.describe()}")
+            rule = "row-wise" if analysis.rowwise else path.rule
+            lines.append(f"    - [{rule}] {path.describe()}")
         if analysis.rowwise:
             lines.append("  staging:    the model over the change rows alone, netted (row-wise: "
                          "the upstream table is not scanned; map or variant output columns "

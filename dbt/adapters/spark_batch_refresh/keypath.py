@@ -18,6 +18,12 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
 * below a GROUP BY only the group keys are real: aggregate outputs, computed over change rows
   alone, are "partial", so predicates and HAVING over them are dropped, and grouping or keying
   on them falls back;
+* window functions: a change to one row can alter every row of its window partition, so a
+  SELECT with windows (all partitioned by plain columns, over one source) passes on only the
+  PARTITION BY columns it projects as they are; every other output is partial, which drops the
+  filters above it (`WHERE rn = 1`) and makes keying on it fall back. The affected keys are then
+  the partitions the change rows touch, and the restage recomputes those partitions whole.
+  Without PARTITION BY every row depends on every input row: fall back;
 * set operations: the other UNION branches contribute no change (`WHERE false`); INTERSECT and
   EXCEPT fall back.
 """
@@ -37,6 +43,11 @@ class NotIncremental(Exception):
     """The model cannot be replayed by affected keys; the message says why."""
 
 
+class _KeyOffPartition(NotIncremental):
+    """The key is not among a window's PARTITION BY columns: the change rows alone do not name
+    the keys of their partitions."""
+
+
 @dataclass(frozen=True)
 class Occurrence:
     index: int  # position among the model's physical scans (stable across copies)
@@ -51,6 +62,12 @@ class KeyPath:
     occurrence: Occurrence
     joined: Tuple[str, ...]  # other upstreams the change rows are joined to
     notes: Tuple[str, ...]  # rewrites applied on the way (joins made inner, filters dropped)
+    # How its affected output rows are recomputed: the keys the change rows reach, or whole
+    # window partitions the change rows touch.
+    rule: str = "affected-key recompute"
+    # A window whose partitions do not hold the key: its touched partitions are read whole at
+    # the old and at the new versions (two key queries), not from the change rows alone.
+    whole_partitions: bool = False
 
     def describe(self) -> str:
         via = f" joined to {', '.join(self.joined)}" if self.joined else " directly"
@@ -117,11 +134,33 @@ def affected_keys(
     key: Sequence[str],
     change_source: exp.Expression,
     pins: Optional[Mapping[str, int]] = None,
+    partitions_at: Optional[int] = None,
 ) -> Tuple[exp.Expression, KeyPath]:
     """SELECT <key> over the model with scan `occurrence` replaced by `change_source`.
 
-    `tree` must have its CTEs inlined. `pins` pins every other scan `VERSION AS OF`.
+    `tree` must have its CTEs inlined. `pins` pins every other scan `VERSION AS OF`. A window
+    whose partitions do not hold the key reads the partitions its change rows touch whole, with
+    the changed scan at version `partitions_at` (None: such a window falls back); the caller
+    asks for the old and the new versions, so the keys of both states are covered.
     """
+    try:
+        return _affected_keys(tree, occurrence, key, change_source, pins, None)
+    except NotIncremental:
+        # Read from the change rows alone, a window's values are partial (a key, a GROUP BY or
+        # a join on them cannot be bounded); read whole, its partitions are exact.
+        if partitions_at is None or tree.find(exp.Window) is None:
+            raise
+        return _affected_keys(tree, occurrence, key, change_source, pins, partitions_at)
+
+
+def _affected_keys(
+    tree: exp.Expression,
+    occurrence: int,
+    key: Sequence[str],
+    change_source: exp.Expression,
+    pins: Optional[Mapping[str, int]],
+    partitions_at: Optional[int],
+) -> Tuple[exp.Expression, KeyPath]:
     tree = tree.copy()
     scans = _scans(tree)
     target = scans[occurrence]
@@ -131,13 +170,21 @@ def affected_keys(
         if i != occurrence and version is not None and not scan.args.get("version"):
             scan.set("version", exp.Version(this="VERSION", kind="AS OF",
                                             expression=exp.Literal.number(version)))
+    whole: Optional[exp.Expression] = None
+    if partitions_at is not None:
+        whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
+        _pin(_scans(whole)[occurrence], partitions_at)
     replacement = exp.Subquery(this=change_source.copy(),
                                alias=exp.TableAlias(this=exp.to_identifier(occ.alias)))
     target.replace(replacement)
-    walk = _Walk(replacement)
+    walk = _Walk(replacement, whole)
     root = walk.run()
     for column in key:
         if column.lower() in walk.partial:
+            if isinstance(walk.partial, _AllBut):
+                raise _KeyOffPartition(
+                    f"its unique_key column {column} is not a PARTITION BY column of its window "
+                    f"function (a change in a partition can alter every row of it)")
             raise NotIncremental(f"its unique_key column {column} is computed by an aggregate")
     cols = ", ".join(f"`{k}`" for k in key)
     query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=DIALECT)
@@ -145,16 +192,18 @@ def affected_keys(
         this=root, alias=exp.TableAlias(this=exp.to_identifier("_br_ak"))))
     joined = tuple(sorted({table_name(t) for t in _scans(tree) if not _in_empty_branch(t)}
                           - {occ.upstream}))
-    return query, KeyPath(occ, joined, tuple(walk.notes))
+    return query, KeyPath(occ, joined, tuple(walk.notes), walk.rule, whole is not None)
 
 
 class _Walk:
     """Walks from the replaced scan up to the root, rewriting each SELECT on the path."""
 
-    def __init__(self, start: exp.Expression) -> None:
+    def __init__(self, start: exp.Expression, whole: Optional[exp.Expression] = None) -> None:
         self.start = start
+        self.whole = whole
         self.partial: Set[str] = set()  # output columns of the current node that are partial
         self.notes: List[str] = []
+        self.rule = "affected-key recompute"
         self.on_path = {id(n) for n in _ancestors(start)} | {id(start)}
 
     def run(self) -> exp.Expression:
@@ -173,8 +222,7 @@ class _Walk:
     # -------------------------------------------------------------- one SELECT
     def _select(self, select: exp.Select, child: exp.Expression) -> None:
         clause = child.arg_key
-        if _own(select, exp.Window):
-            raise NotIncremental("uses a window function over a changing upstream")
+        windowed = _own(select, exp.Window)
         if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
             raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
         if clause in ("from_", "joins"):
@@ -187,7 +235,13 @@ class _Walk:
             where = {"expressions": "SELECT list", "having": "HAVING", "group": "GROUP BY",
                      "order": "ORDER BY"}.get(clause or "", clause or "an expression")
             raise NotIncremental(f"reads a changing upstream in a subquery in its {where}")
-        self.partial = self._outputs(select, alias, source_partial)
+        if windowed and self.whole is not None:
+            self._whole_partitions(select, child, self._partitions(select, alias, source_partial))
+            self.partial = set()  # every row of a touched partition, at one version: all real
+        elif windowed:
+            self.partial = self._window_outputs(select, alias, source_partial)
+        else:
+            self.partial = self._outputs(select, alias, source_partial)
 
     def _through_source(self, select: exp.Select, child: exp.Expression) -> str:
         alias = child.this.alias_or_name.lower()
@@ -270,6 +324,8 @@ class _Walk:
                 "every input row)")
         if group is not None and any(_refs(g, alias, source_partial) for g in group.expressions):
             raise NotIncremental("groups by an aggregated value of a changing upstream")
+        if isinstance(source_partial, _AllBut):
+            return self._outputs_above_window(select, alias, source_partial)
         out: Set[str] = set()
         for projection in select.expressions:
             name = (projection.alias_or_name or "").lower()
@@ -281,6 +337,92 @@ class _Walk:
                     projection, alias, source_partial):
                 out.add(name)
         return out
+
+    def _outputs_above_window(self, select: exp.Select, alias: Optional[str],
+                              source_partial: "_AllBut") -> Set[str]:
+        """The same rule as `_outputs`, kept as the complement: what is real stays listed."""
+        group = select.args.get("group")
+        real: Set[str] = set()
+        for projection in select.expressions:
+            if projection.is_star:
+                table = projection.table.lower() if isinstance(projection, exp.Column) else ""
+                if not table or table == alias:
+                    real |= set(source_partial)
+            elif not ((group is not None and _own_in(projection, select, exp.AggFunc))
+                      or _refs(projection, alias, source_partial)):
+                real.add((projection.alias_or_name or "").lower())
+        return _AllBut(real)
+
+    def _window_outputs(self, select: exp.Select, alias: Optional[str],
+                        source_partial: Set[str]) -> Set[str]:
+        """Partial outputs of a SELECT with window functions: all but the PARTITION BY columns
+        it passes through."""
+        partitions = self._partitions(select, alias, source_partial)
+        real: Set[str] = set()
+        for projection in select.expressions:
+            column = projection.this if isinstance(projection, exp.Alias) else projection
+            if projection.is_star and (not isinstance(projection, exp.Column)
+                                       or not projection.table or projection.table.lower() == alias):
+                real |= partitions  # `*` passes the partition columns through
+            elif (isinstance(column, exp.Column) and not column.is_star
+                    and column.name.lower() in partitions
+                    and (not column.table or column.table.lower() == alias)):
+                real.add((projection.alias_or_name or "").lower())
+        self.rule = "partition recompute"
+        self.notes.append(
+            f"window function recomputed for the partitions the change touches "
+            f"(PARTITION BY {', '.join(sorted(partitions))})")
+        return _AllBut(real)
+
+    def _whole_partitions(self, select: exp.Select, child: exp.Expression,
+                          partitions: Set[str]) -> None:
+        """The window reads every row of the partitions the change rows touch: its source at
+        the pinned versions, semi-joined (NULL-safe) to the partition values flowing up."""
+        assert self.whole is not None
+        original = _at(self.whole, _path(child.this))
+        # The window's input is exact now: a filter on it dropped as partial on the way in
+        # must apply again, or the window would rank rows the model filters out.
+        where = _at(self.whole, _path(select)).args.get("where")
+        select.set("where", where.copy() if where is not None else None)
+        alias = child.this.alias_or_name
+        match = " AND ".join(f"_br_c.`{p}` <=> _br_w.`{p}`" for p in sorted(partitions))
+        query = sqlglot.parse_one(
+            f"SELECT * FROM (SELECT 1) AS _br_w WHERE EXISTS (SELECT 1 FROM (SELECT 1) AS _br_c "
+            f"WHERE {match})", read=DIALECT)
+        query.args["from_"].set("this", _wrapped(original.copy(), "_br_w"))
+        exists = query.find(exp.Exists)
+        assert exists is not None
+        exists.this.args["from_"].set("this", _wrapped(child.this.copy(), "_br_c"))
+        child.set("this", exp.Subquery(this=query,
+                                       alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        self.rule = "partition recompute"
+        self.notes.append(
+            f"window partitions the change touches read whole at the old and the new versions "
+            f"(PARTITION BY {', '.join(sorted(partitions))})")
+
+    def _partitions(self, select: exp.Select, alias: Optional[str],
+                    source_partial: Set[str]) -> Set[str]:
+        """The PARTITION BY columns all of `select`'s windows share (raises when the
+        partitions cannot bound the change)."""
+        if alias is None or select.args.get("joins") or select.args.get("group") is not None:
+            raise NotIncremental(
+                "uses a window function over a join, an aggregate or a subquery filter of a "
+                "changing upstream")
+        partitions: Optional[Set[str]] = None
+        for window in select.find_all(exp.Window):
+            if _nearest_query(window) is not select:
+                continue
+            by = window.args.get("partition_by") or []
+            if not by:
+                raise NotIncremental(
+                    "uses a window function without PARTITION BY over a changing upstream "
+                    "(every row depends on every input row)")
+            if not all(isinstance(e, exp.Column) and not _refs(e, alias, source_partial)
+                       for e in by):
+                raise NotIncremental("partitions a window by an expression, not by columns")
+            names = {e.name.lower() for e in by}
+            partitions = names if partitions is None else partitions & names
+        return partitions or set()
 
     # -------------------------------------------------------------- UNION
     def _union(self, union: exp.Union, child: exp.Expression) -> None:
@@ -297,6 +439,48 @@ class _Walk:
 
 
 # ------------------------------------------------------------------------------ helpers
+def _pin(scan: exp.Table, version: int) -> None:
+    scan.set("version", exp.Version(this="VERSION", kind="AS OF",
+                                    expression=exp.Literal.number(version)))
+
+
+def _path(node: exp.Expression) -> List[Tuple[str, Optional[int]]]:
+    """Where `node` sits under its root (argument names and list positions): the same place in
+    a copy of the tree the walk has not rewritten."""
+    steps: List[Tuple[str, Optional[int]]] = []
+    while node.parent is not None:
+        value = node.parent.args.get(node.arg_key)
+        index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) else None
+        steps.append((node.arg_key, index))
+        node = node.parent
+    return list(reversed(steps))
+
+
+def _at(root: exp.Expression, steps: List[Tuple[str, Optional[int]]]) -> exp.Expression:
+    node = root
+    for key, index in steps:
+        value = node.args[key]
+        node = value[index] if index is not None else value
+    return node
+
+
+def _wrapped(source: exp.Expression, alias: str) -> exp.Subquery:
+    """`(SELECT * FROM <source>) AS alias` for a FROM item (a table or an aliased subquery)."""
+    return exp.Subquery(this=exp.select("*").from_(source),
+                        alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+class _AllBut(frozenset):  # type: ignore[type-arg]
+    """Partial output names given by their complement: every column except these (above a
+    window, only the PARTITION BY columns passed through are real)."""
+
+    def __contains__(self, name: object) -> bool:
+        return not frozenset.__contains__(self, name)
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def _ancestors(node: exp.Expression) -> List[exp.Expression]:
     out = []
     while node.parent is not None:

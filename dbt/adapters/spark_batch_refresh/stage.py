@@ -9,7 +9,7 @@ only a merge of several chunks persists it as a Delta table (see apply.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional
 
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh import sqlgen

@@ -11,7 +11,6 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeV
 
 from dbt.adapters.spark_batch_refresh import endpoint
 from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
-from dbt.adapters.spark_batch_refresh.session_confs import SessionConfs, idempotent_write
 from dbt.adapters.spark_batch_refresh.sqlgen import lit
 
 STATE_TABLE = "batch_refresh_state"
