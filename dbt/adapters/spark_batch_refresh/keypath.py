@@ -18,12 +18,15 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
 * below a GROUP BY only the group keys are real: aggregate outputs, computed over change rows
   alone, are "partial", so predicates and HAVING over them are dropped, and grouping or keying
   on them falls back;
-* window functions: a change to one row can alter every row of its window partition, so a
-  SELECT with windows (all partitioned by plain columns, over one source) passes on only the
-  PARTITION BY columns it projects as they are; every other output is partial, which drops the
-  filters above it (`WHERE rn = 1`) and makes keying on it fall back. The affected keys are then
-  the partitions the change rows touch, and the restage recomputes those partitions whole.
-  Without PARTITION BY every row depends on every input row: fall back;
+* window functions: a change to one row can alter every row of its window partition, and no
+  other. A SELECT with windows (all partitioned by plain columns, over one source) first passes
+  on only the PARTITION BY columns it projects as they are; every other output is partial,
+  which drops the filters above it (`WHERE rn = 1`). When the key is among those columns, the
+  partitions the change rows touch are the affected keys. Otherwise the walk is redone with the
+  window reading those partitions whole (its source at pinned versions, semi-joined to the
+  partition values of the change rows), once at the old and once at the new versions: exact
+  values, so every filter above stays. Without PARTITION BY every row depends on every input
+  row: fall back;
 * set operations: the other UNION branches contribute no change (`WHERE false`); INTERSECT and
   EXCEPT fall back.
 """
