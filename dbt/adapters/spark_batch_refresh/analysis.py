@@ -298,10 +298,7 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
     for table in _physical_tables(tree):
         version = versions.get(table_name(table))
         if version is not None and not table.args.get("version"):
-            table.set(
-                "version",
-                exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(version)),
-            )
+            kp.pin(table, version)
     return tree.sql(dialect=DIALECT)
 
 
@@ -350,10 +347,5 @@ def over_changes(
             )
             table.replace(replacement)
         elif pinned and pinned.get(name) is not None and not table.args.get("version"):
-            table.set(
-                "version",
-                exp.Version(
-                    this="VERSION", kind="AS OF", expression=exp.Literal.number(pinned[name])
-                ),
-            )
+            kp.pin(table, pinned[name])
     return tree.sql(dialect=DIALECT)

@@ -171,12 +171,11 @@ def _affected_keys(
     for i, scan in enumerate(scans):
         version = (pins or {}).get(table_name(scan))
         if i != occurrence and version is not None and not scan.args.get("version"):
-            scan.set("version", exp.Version(this="VERSION", kind="AS OF",
-                                            expression=exp.Literal.number(version)))
+            pin(scan, version)
     whole: Optional[exp.Expression] = None
     if partitions_at is not None:
         whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
-        _pin(_scans(whole)[occurrence], partitions_at)
+        pin(_scans(whole)[occurrence], partitions_at)
     replacement = exp.Subquery(this=change_source.copy(),
                                alias=exp.TableAlias(this=exp.to_identifier(occ.alias)))
     target.replace(replacement)
@@ -442,7 +441,8 @@ class _Walk:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _pin(scan: exp.Table, version: int) -> None:
+def pin(scan: exp.Table, version: int) -> None:
+    """Read `scan` `VERSION AS OF version`."""
     scan.set("version", exp.Version(this="VERSION", kind="AS OF",
                                     expression=exp.Literal.number(version)))
 
