@@ -332,8 +332,7 @@ class _Walk:
         for projection in select.expressions:
             name = (projection.alias_or_name or "").lower()
             if projection.is_star:
-                table = projection.table.lower() if isinstance(projection, exp.Column) else ""
-                if not table or table == alias:
+                if _own_star(projection, alias):
                     out |= source_partial
             elif (group is not None and _own_in(projection, select, exp.AggFunc)) or _refs(
                     projection, alias, source_partial):
@@ -347,8 +346,7 @@ class _Walk:
         real: Set[str] = set()
         for projection in select.expressions:
             if projection.is_star:
-                table = projection.table.lower() if isinstance(projection, exp.Column) else ""
-                if not table or table == alias:
+                if _own_star(projection, alias):
                     real |= set(source_partial)
             elif not ((group is not None and _own_in(projection, select, exp.AggFunc))
                       or _refs(projection, alias, source_partial)):
@@ -363,8 +361,7 @@ class _Walk:
         real: Set[str] = set()
         for projection in select.expressions:
             column = projection.this if isinstance(projection, exp.Alias) else projection
-            if projection.is_star and (not isinstance(projection, exp.Column)
-                                       or not projection.table or projection.table.lower() == alias):
+            if _own_star(projection, alias):
                 real |= partitions  # `*` passes the partition columns through
             elif (isinstance(column, exp.Column) and not column.is_star
                     and column.name.lower() in partitions
@@ -482,6 +479,14 @@ class _AllBut(frozenset):  # type: ignore[type-arg]
 
     def __bool__(self) -> bool:
         return True
+
+
+def _own_star(projection: exp.Expression, alias: Optional[str]) -> bool:
+    """`*`, or `<alias>.*` of the source on the path (another table's `*` brings none of it)."""
+    if not projection.is_star:
+        return False
+    table = projection.table.lower() if isinstance(projection, exp.Column) else ""
+    return not table or table == alias
 
 
 def _ancestors(node: exp.Expression) -> List[exp.Expression]:
