@@ -66,3 +66,35 @@ def test_the_refresh_records_its_own_commit_not_the_newest():
     assert (landed.version, landed.plan_id) == (7, "abc")
     # ... and the next run sees the outside write on top of it
     assert TargetLog.from_history(log, "model.p.m").outside == "v8: WRITE"
+
+
+def test_a_recreated_upstream_is_told_from_its_history_without_a_snapshot_read() -> None:
+    """The consumed version's commit time decides: the same time is the same table, another
+    time a table dropped and created again; a commit gone from the log (or too many since)
+    cannot tell, and the caller falls back to DESCRIBE DETAIL."""
+    from datetime import datetime
+
+    from dbt.adapters.spark_batch_refresh.delta import HISTORY_SPAN_MAX, DeltaReader
+    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+
+    consumed = UpstreamPoint(3, datetime(2026, 11, 24, 4, 0, 0, 123000))
+    log = {3: "2026-11-24 04:00:00.123", 4: "2026-11-24 04:05:00", 5: "2026-11-24 04:06:00"}
+    asked = []
+
+    def fetch(sql: str):
+        asked.append(sql)
+        limit = int(sql.rsplit(" ", 1)[1])
+        newest = max(log)
+        return [{"version": v, "timestamp": log[v]} for v in range(newest, newest - limit, -1)
+                if v in log]
+
+    reader = DeltaReader(fetch)
+    assert reader.same_table("s.t", consumed, 5) is True
+    assert asked == ["DESCRIBE HISTORY `s`.`t` LIMIT 3"]  # from the consumed version on
+    log[3] = "2026-11-24 04:07:00"  # dropped and created again, with more commits than before
+    assert reader.same_table("s.t", consumed, 5) is False
+    del log[3]  # that commit left the log
+    assert reader.same_table("s.t", consumed, 5) is None
+    asked.clear()
+    assert reader.same_table("s.t", consumed, 3 + HISTORY_SPAN_MAX) is None
+    assert asked == []  # too long a history to read: the caller reads the table's details

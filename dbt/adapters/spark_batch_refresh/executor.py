@@ -171,17 +171,22 @@ class Refresher:
     def _check_replay(self, run: _Run) -> None:
         req, plan, last = run.req, run.plan, run.log.last
         moved = [u for u, p in plan.pinned.items() if p.version > plan.consumed[u].version]
-        details = self.reader.details(moved)
+        ids = {u: plan.consumed[u].table_id for u in plan.pinned}
         for upstream in moved:
-            seen, (table_id, props) = plan.consumed[upstream], details[upstream]
-            if seen.table_id and table_id and seen.table_id != table_id:
+            seen = plan.consumed[upstream]
+            same = self.reader.same_table(upstream, seen, plan.pinned[upstream].version)
+            if same is None:  # the history cannot tell: compare the Delta table ids
+                ids[upstream], props = self.reader.details([upstream])[upstream]
+                same = not (seen.table_id and ids[upstream] and seen.table_id != ids[upstream])
+            else:
+                props = self.reader.properties(upstream)
+            if not same:
                 gap = Gap("recreated", upstream, seen.version, plan.pinned[upstream].version)
                 run.plan = self._on_gap(run, gap)
                 return
             _warn_retention(req.model, upstream, seen, props, run.started)
-        run.plan = replace(plan, pinned={
-            u: replace(p, table_id=details[u][0] if u in details else plan.consumed[u].table_id)
-            for u, p in plan.pinned.items()})
+        run.plan = replace(plan, pinned={u: replace(p, table_id=ids[u])
+                                         for u, p in plan.pinned.items()})
         changed = None
         if last is None:
             return  # planned from the state row: a recreated target, already a rebuild
