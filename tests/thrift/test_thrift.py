@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -52,12 +53,18 @@ from tests.functional.helpers import (
 )
 
 DBT = str(Path(sys.executable).with_name("dbt"))
-# Held trials: (pause point, vars of the parked run). A single-chunk refresh parked before its
+# race_m's chunk size and lease_wait come from environment variables, not --vars: a subprocess
+# then parses partially (only race_m again) from the suite's own partial-parse file, where
+# --vars would force a full parse (about 4 s of every `dbt run` subprocess here).
+MULTI = {"RACE_CHUNK_ROWS": "2"}  # several chunks: the lease and persisted staging
+# Held trials: (pause point, env of the parked run). A single-chunk refresh parked before its
 # one commit; a multi-chunk one (2 rows per chunk) parked with the lease and its staging.
-HELD_POINTS = [("before_commit", "{}"), ("after_staging", "{race_chunk_rows: 2}")]
-# The lease tests, each refreshing race_m once: the two-process race, the wait, the wait run out.
-LEASE_RACES = 3
+HELD_POINTS: List[Tuple[str, Dict[str, str]]] = [("before_commit", {}), ("after_staging", MULTI)]
+# The lease tests, each refreshing race_m once: the two-process race, the wait (and the run
+# whose wait runs out meanwhile).
+LEASE_RACES = 2
 SUBPROCESS_TIMEOUT_S = 300
+PARTIAL_PARSE = "partial_parse.msgpack"
 
 ROWS_M = """
 {{ config(materialized='batch_refresh', unique_key='id', merge_chunk_rows=2) }}
@@ -82,8 +89,8 @@ group by cust
 """
 RACE_M = """
 {{ config(materialized='batch_refresh', unique_key='id',
-          merge_chunk_rows=var('race_chunk_rows', 100000),
-          lease_wait=var('race_lease_wait', '0s')) }}
+          merge_chunk_rows=env_var('RACE_CHUNK_ROWS', '100000') | int,
+          lease_wait=env_var('RACE_LEASE_WAIT', '0s')) }}
 select id, cust, amount
 from {{ source('raw', 'orders') }}
 where amount > 0
@@ -152,6 +159,10 @@ class _Subprocess:
                  env: Optional[Dict[str, str]] = None) -> None:
         self.target = work / f"target-{name}"
         self.logs = work / f"logs-{name}"
+        parsed = Path(project.project_root) / "target" / PARTIAL_PARSE
+        if parsed.exists():  # the in-process runs' parse: this run re-parses what changed only
+            self.target.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(parsed, self.target / PARTIAL_PARSE)
         full_env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **(env or {})}
         for var in ("BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_PAUSE_AT"):
             if var not in (env or {}):
@@ -205,9 +216,9 @@ def _wait_parked(fifo: Path, proc: subprocess.Popen, deadline_s: float = 240.0) 
 class _Parked(_Subprocess):
     """A `dbt run` of race_m parked at a fail point until released (see failpoints.py)."""
 
-    def __init__(self, project: Any, work: Path, name: str, point: str, run_vars: str,
-                 start: bool = True) -> None:
-        self._args = (project, work, name, point, run_vars)
+    def __init__(self, project: Any, work: Path, name: str, point: str,
+                 run_env: Dict[str, str], start: bool = True) -> None:
+        self._args = (project, work, name, point, run_env)
         self.fifo = work / f"pause-{name}"
         os.mkfifo(self.fifo)
         self._pipe: Optional[int] = None
@@ -216,9 +227,9 @@ class _Parked(_Subprocess):
             self.start()
 
     def start(self) -> None:
-        project, work, name, point, run_vars = self._args
-        super().__init__(project, work, name, ["run", "--select", "race_m", "--vars", run_vars],
-                         env={"BATCH_REFRESH_PAUSE_AT": point,
+        project, work, name, point, run_env = self._args
+        super().__init__(project, work, name, ["run", "--select", "race_m"],
+                         env={**run_env, "BATCH_REFRESH_PAUSE_AT": point,
                               "BATCH_REFRESH_PAUSE_FIFO": str(self.fifo)})
 
     def parked(self) -> None:
@@ -362,13 +373,13 @@ class TestThriftServer:
 
     def test_parked_run_loses_to_a_concurrent_commit(self, project, work):
         outcomes = []
-        for trial, (point, run_vars) in enumerate(HELD_POINTS):
+        for trial, (point, run_env) in enumerate(HELD_POINTS):
             _change_orders(project, 10 + trial)
             fifo = work / f"pause-{trial}"
             os.mkfifo(fifo)
-            holder = _Subprocess(project, work, f"held-a{trial}",
-                                 ["run", "--select", "race_m", "--vars", run_vars],
-                                 env={"BATCH_REFRESH_PAUSE_AT": point, "BATCH_REFRESH_PAUSE_FIFO": str(fifo)})
+            holder = _Subprocess(project, work, f"held-a{trial}", ["run", "--select", "race_m"],
+                                 env={**run_env, "BATCH_REFRESH_PAUSE_AT": point,
+                                      "BATCH_REFRESH_PAUSE_FIFO": str(fifo)})
             pipe: Optional[int] = None
             try:
                 pipe = _wait_parked(fifo, holder.proc)
@@ -405,25 +416,35 @@ class TestThriftServer:
         then released at once: one takes the lease and refreshes, the other waits for it
         (lease_wait) and then finds nothing left to do. Neither writes a chunk twice."""
         _change_orders(project, 30)
-        multi = "{race_chunk_rows: 2, race_lease_wait: '10m'}"
+        multi = {**MULTI, "RACE_LEASE_WAIT": "10m"}
         runs = [_Parked(project, work, f"lease-race-{i}", "before_lease", multi) for i in range(2)]
         _release_together(runs)
         got = sorted((r.outcome()["status"], r.outcome()["action"]) for r in runs)
         assert got == [("success", "noop"), ("success", "replay")], [r.outcome() for r in runs]
         _contract(project, "race_m", runs[0].compiled("race_m"))
 
-    def test_a_run_waits_for_a_held_lease(self, project, work):
-        """lease_wait: the second run waits while the first holds the lease of a multi-chunk
-        refresh (parked with its staging), and ends without refreshing twice."""
+    def test_a_run_waits_for_a_held_lease_another_gives_up(self, project, work):
+        """lease_wait, while a multi-chunk refresh holds the lease (parked with its staging): a
+        run allowed 1s gives up with the lease error and writes nothing; a run allowed 10m
+        waits (parked inside its wait), then ends without refreshing twice."""
         _change_orders(project, 31)
-        holder = _Parked(project, work, "wait-holder", "after_staging", "{race_chunk_rows: 2}")
+        holder = _Parked(project, work, "wait-holder", "after_staging", MULTI)
         waiter = _Parked(project, work, "wait-waiter", "lease_wait",
-                         "{race_chunk_rows: 2, race_lease_wait: '10m'}", start=False)
+                         {**MULTI, "RACE_LEASE_WAIT": "10m"}, start=False)
         try:
             holder.parked()
+            version = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
+            late = _Subprocess(project, work, "short-waiter", ["run", "--select", "race_m"],
+                               env={**MULTI, "RACE_LEASE_WAIT": "1s"})
             waiter.start()
+            assert late.wait() == 1, late.output[-4000:]
+            out = late.outcome()
+            assert out["status"] == "error", out
+            assert "holds the lease" in out["message"] and "waited 1s" in out["message"], out
             waiter.parked()  # parked inside its wait: it saw the live lease
             assert state(project, "race_m")["phase"] == "merging"
+            after = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
+            assert after == version, "the run that gave up wrote to the target"
             holder.release()
             assert holder.wait() == 0, holder.output[-4000:]
             waiter.release()
@@ -436,35 +457,12 @@ class TestThriftServer:
         assert "waiting up to 10m (lease_wait)" in waiter.log_text(), waiter.output[-4000:]
         _contract(project, "race_m", holder.compiled("race_m"))
 
-    def test_a_wait_that_runs_out_is_the_lease_error(self, project, work):
-        _change_orders(project, 32)
-        holder = _Parked(project, work, "short-holder", "after_staging", "{race_chunk_rows: 2}")
-        try:
-            holder.parked()
-            version = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
-            late = _Subprocess(project, work, "short-waiter",
-                               ["run", "--select", "race_m", "--vars",
-                                "{race_chunk_rows: 2, race_lease_wait: '1s'}"])
-            assert late.wait() == 1, late.output[-4000:]
-            out = late.outcome()
-            assert out["status"] == "error", out
-            assert "holds the lease" in out["message"] and "waited 1s" in out["message"], out
-            after = rows(project, f"describe history {project.test_schema}.race_m limit 1")[0]["version"]
-            assert after == version, "the run that gave up wrote to the target"
-            holder.release()
-        except BaseException:
-            holder.kill()
-            raise
-        assert holder.wait() == 0, holder.output[-4000:]
-        assert holder.outcome()["action"] == "replay"
-        _contract(project, "race_m", holder.compiled("race_m"))
-
     def test_simultaneous_runs_one_refreshes(self, project, work):
         """Two single-chunk runs that both planned the same refresh (each parked just before its
         one commit, so they provably overlap), released together: Delta lets exactly one commit;
         the other reports the concurrent refresh and wrote nothing."""
         _change_orders(project, 20)
-        pair = [_Parked(project, work, f"free-{i}", "before_commit", "{}") for i in range(2)]
+        pair = [_Parked(project, work, f"free-{i}", "before_commit", {}) for i in range(2)]
         _release_together(pair)
         got = [p.outcome() for p in pair]
         refreshed = [g for g in got if g["status"] == "success" and g["action"] == "replay"]
@@ -499,10 +497,6 @@ CLOCK_MACROS = """
 {% endmacro %}
 {% macro clock_change() %}
   {% do run_query("insert into " ~ target.schema ~ ".ticks values (3, 3)") %}
-{% endmacro %}
-{% macro clock_drop() %}
-  {% do run_query("drop schema if exists " ~ target.schema ~ " cascade") %}
-  {% do run_query("drop schema if exists " ~ target.schema ~ "_batch_refresh cascade") %}
 {% endmacro %}
 """
 
@@ -550,20 +544,18 @@ def test_two_targets_in_one_process_keep_their_own_clocks(thrift_server_process,
         (one,) = dbt("run", "--target", target).results
         return one.adapter_response
 
-    try:
-        # the server's clock is measured by the first refresh through it
-        dbt("run-operation", "clock_setup", "--target", "thrift")
-        assert action("thrift")["action"] == "backfill"
-        dbt("run-operation", "clock_setup", "--target", "embedded")
-        assert action("embedded")["action"] == "backfill"
-        dbt("run-operation", "clock_change", "--target", "embedded")
-        replayed = action("embedded")
-        assert replayed["action"] == "replay", replayed
-        # nor are the state tables made on one endpoint taken to exist on the other
-        assert not warnings, warnings
-    finally:
-        for target in ("thrift", "embedded"):
-            dbtRunner().invoke(["run-operation", "clock_drop", "--target", target, *dirs])
+    # The schemas are left behind: both warehouses are temporary (the server's, and the test
+    # session's SESSION_DIR) and removed at the end; the schema name is this process's own.
+    # the server's clock is measured by the first refresh through it
+    dbt("run-operation", "clock_setup", "--target", "thrift")
+    assert action("thrift")["action"] == "backfill"
+    dbt("run-operation", "clock_setup", "--target", "embedded")
+    assert action("embedded")["action"] == "backfill"
+    dbt("run-operation", "clock_change", "--target", "embedded")
+    replayed = action("embedded")
+    assert replayed["action"] == "replay", replayed
+    # nor are the state tables made on one endpoint taken to exist on the other
+    assert not warnings, warnings
 
 
 def test_dbt_debug_over_thrift_without_spark_installed(lean_install: LeanInstall,
