@@ -48,18 +48,19 @@ def lean_install(tmp_path_factory):
     return build(tmp_path_factory.mktemp("lean-install"))
 
 
-# Heaviest files first (serial seconds measured with --durations on an idle machine): under
+# Heaviest files first (seconds per file under `make test`, 2026-11-24 CI run of 0a1d7f0, before
+# tests/thrift35 ran the whole class; the two workers contend for two cores): under
 # `make test`'s two workers (`--dist loadfile --no-loadscope-reorder` hands out whole files in
 # collection order; xdist's default order is most tests first, which started the 1-test crash
 # file with the Thrift file on one worker) a long file started last would run alone at the end
 # while the other worker sits idle.
 HEAVIEST_FIRST = [
-    "tests/thrift/",  # ~600: a standalone cluster, its server, subprocess races
-    "tests/crash/",  # ~570: five cold-JVM driver processes
-    "tests/thrift35/",  # ~400: the Spark 3.5 server
-    "tests/functional/test_changes.py",  # ~360
-    "tests/functional/test_batch_refresh.py",  # ~330
-    "tests/functional/test_shapes.py",  # ~290
+    "tests/thrift/",  # 1382: a standalone cluster, its server, subprocess races
+    "tests/crash/",  # 963: five cold-JVM driver processes
+    "tests/thrift35/",  # 710 (about 1100 with the whole class): the Spark 3.5 server
+    "tests/functional/test_changes.py",  # 772
+    "tests/functional/test_batch_refresh.py",  # 259
+    "tests/functional/test_shapes.py",  # 605
 ]
 
 
