@@ -85,9 +85,10 @@ class DeltaReader:
         history: that version's commit must carry the commit time recorded when it was
         consumed (a table dropped and created again has a commit of that number from another
         time). None when the history cannot tell: the commit left the log, or too many came
-        since. Unlike DESCRIBE DETAIL (the table id) this reads no file listing: DETAIL
-        rebuilds the whole snapshot state, 1.4 s per upstream in `make demo`'s replays, which
-        a replay from the change feed never needs otherwise."""
+        since. Unlike DESCRIBE DETAIL (the table id) this builds no snapshot state: DETAIL
+        reports file count and size, so Delta rebuilds the whole state for it (1.4 s per
+        upstream in `make demo`'s replays), which a replay from the change feed needs nowhere
+        else."""
         span = latest - seen.version + 1
         if seen.timestamp is None or not 1 <= span <= HISTORY_SPAN_MAX:
             return None
@@ -97,7 +98,7 @@ class DeltaReader:
         return None
 
     def properties(self, upstream: str) -> Dict[str, str]:
-        """Table properties, from the snapshot's metadata only (no file listing)."""
+        """Table properties, from the snapshot's metadata only (no state rebuilt)."""
         rows = self._fetch(f"SHOW TBLPROPERTIES {sa.quote_relation(upstream)}")
         return {str(r["key"]): str(r["value"]) for r in rows}
 
