@@ -1,0 +1,75 @@
+"""What a replay's metadata reads cost on one Delta table (session 11, issue #15 cost floor).
+
+After each small UPDATE, one variant of the preflight's reads runs, then the `table_changes`
+read a row-wise replay stages from. The question it answered: does `DESCRIBE DETAIL` (which
+reports file count and size, so Delta rebuilds the snapshot state) buy anything later, or is it
+pure overhead next to `SHOW TBLPROPERTIES` and a `DESCRIBE HISTORY` window?
+
+usage: .venv/bin/python bench/metadata_statements.py [rounds]   (run alone: 2 cores)
+Prints the median seconds per variant (the first two rounds of each are left out: JIT warm-up).
+Everything lives in a temporary directory that is removed at the end.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from typing import Dict, List, Tuple
+
+VARIANTS: Dict[str, List[str]] = {
+    "none": [],
+    "describe detail": ["DESCRIBE DETAIL u"],
+    "show tblproperties": ["SHOW TBLPROPERTIES u"],
+    "history limit 5": ["DESCRIBE HISTORY u LIMIT 5"],
+}
+
+
+def main(rounds: int) -> None:
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    where = tempfile.mkdtemp(prefix="br-metadata-bench-")
+    builder = (SparkSession.builder.master("local[1]")
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog",
+                       "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               .config("spark.sql.shuffle.partitions", "1")
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.databricks.delta.snapshotPartitions", "1")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.warehouse.dir", f"{where}/warehouse")
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}"))
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+
+    def timed(sql: str) -> float:
+        started = time.monotonic()
+        spark.sql(sql).collect()
+        return time.monotonic() - started
+
+    try:
+        spark.sql("CREATE TABLE u (id INT, v INT) USING delta TBLPROPERTIES "
+                  "(delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)")
+        spark.sql("INSERT INTO u SELECT CAST(id AS INT), CAST(id AS INT) FROM range(50)")
+        found: Dict[str, List[Tuple[float, float]]] = {name: [] for name in VARIANTS}
+        for r in range(rounds):
+            for name, statements in VARIANTS.items():
+                spark.sql(f"UPDATE u SET v = v + 1 WHERE id = {r % 50}")
+                version = spark.sql("DESCRIBE HISTORY u LIMIT 1").collect()[0]["version"]
+                extra = sum(timed(sql) for sql in statements)
+                changes = timed(f"SELECT count(*) FROM table_changes('u', {version}, {version})")
+                found[name].append((extra, changes))
+        for name, pairs in found.items():
+            kept = pairs[2:]
+            med = [sorted(p[i] for p in kept)[len(kept) // 2] for i in (0, 1)]
+            print(f"{name:20s} reads {med[0]:6.3f} s   table_changes after {med[1]:6.3f} s   "
+                  f"together {med[0] + med[1]:6.3f} s")
+    finally:
+        spark.stop()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 8)
