@@ -55,6 +55,13 @@ MODELS.update({
                  "select c.region, count(o.id) as n_orders, sum(o.amount) as amount "
                  "from {{ target.schema }}.cust_outer c left join {{ target.schema }}.ord_outer o "
                  "on o.cust_id = c.id where c.region is not null group by c.region\n",
+    # A replay gives a group key NULL (order 2 passes the filter and joins the NULL-region
+    # customer): a NULL output key, whose recompute restricted to `key IN (...)` would stage
+    # only a tombstone and delete the group; it must fail as a backfill would.
+    "nullgroup.sql": "{{ config(materialized='batch_refresh') }}\n"
+                     "select c.region, sum(o.amount) as amount "
+                     "from {{ target.schema }}.ord_outer o join {{ target.schema }}.cust_outer c "
+                     "on o.cust_id = c.id where o.amount <> 20 group by c.region\n",
     # Several chunks; a new row takes the key of an unchanged row (k = 101 % 100 = 1).
     "collide.sql": "{{ config(materialized='batch_refresh', unique_key='k', merge_chunk_rows=1) }}\n"
                    "select id % 100 as k, v from {{ target.schema }}.src_collide\n",
@@ -238,6 +245,10 @@ class TestWorldMoves:
         # a NULL affected key of an outer join is no NULL output key
         assert actions(project, "outer") == ["backfill", "replay"]
         assert_contract(project, "outer")
+        # a NULL group key that appears in a replay fails it, the target untouched
+        assert "batch_refresh model 'nullgroup': bad unique_key" in output
+        assert "1 output rows have a NULL in unique_key (region)" in output
+        assert actions(project, "nullgroup") == ["backfill"]
         # a key collision in any chunk fails before the first chunk: target untouched, no
         # lease left, and fixing the upstream lets the next run through
         assert "batch_refresh model 'collide': bad unique_key; the target was not touched" in output

@@ -27,6 +27,8 @@ from dbt.tests.util import run_dbt, run_dbt_and_capture
 from tests.functional.helpers import assert_contract, rows, sources_yml
 
 STEPS = int(os.environ.get("BATCH_REFRESH_DIFF_STEPS", "1"))
+# A development aid: BATCH_REFRESH_DIFF_ONLY=s_global,s_agg_delta runs only those shapes.
+ONLY = [n for n in os.environ.get("BATCH_REFRESH_DIFF_ONLY", "").split(",") if n]
 # A new seed every run (printed, and in every failure's output); BATCH_REFRESH_DIFF_SEED=<n>
 # reproduces one.
 SEED = int(os.environ.get("BATCH_REFRESH_DIFF_SEED") or random.SystemRandom().randrange(1, 10**9))
@@ -37,6 +39,7 @@ class Shape:
     name: str
     sql: str
     fanout: int  # most output keys one changed upstream row can affect in this data
+    staged_from: str = ""  # how its replays must stage ("aggregate": delta upkeep); "" any
 
 
 SHAPES = [
@@ -162,6 +165,36 @@ select customer_id, id, sum(amount) over (partition by customer_id order by id) 
        lag(amount) over (partition by customer_id order by id) as prev
 from {{ source('raw', 'orders') }}
 """, 12),
+    # Maintained by delta aggregation (aggdelta.py): counts and sums from the signed change
+    # rows and the sidecar's state, min/max recomputed only for groups whose extreme left.
+    Shape("s_agg_delta", """
+{{ config(materialized='batch_refresh') }}
+select customer_id, count(*) as n, count(amount) as n_amount, sum(amount) as total,
+       avg(amount) as mean, min(amount) as lo, max(amount) as hi
+from {{ source('raw', 'orders') }} where status <> 'cancelled'
+group by customer_id
+""", 2, "aggregate"),
+    Shape("s_avg_having", """
+{{ config(materialized='batch_refresh', unique_key='product_id') }}
+select product_id, avg(amount) as mean, sum(amount) * 2 as double_total
+from {{ source('raw', 'orders') }}
+group by product_id
+having count(*) > 16
+""", 2, "aggregate"),
+    Shape("s_global", """
+{{ config(materialized='batch_refresh') }}
+select count(*) as n, sum(amount) as total, min(amount) as lo, max(amount) as hi
+from {{ source('raw', 'orders') }}
+""", 1, "aggregate"),
+    Shape("s_join_three_agg", """
+{{ config(materialized='batch_refresh') }}
+select coalesce(c.region, '-') as region, coalesce(p.category, '-') as category,
+       count(*) as n, sum(o.amount) as total
+from {{ source('raw', 'orders') }} o
+join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+join {{ source('raw', 'products') }} p on o.product_id = p.id
+group by coalesce(c.region, '-'), coalesce(p.category, '-')
+""", 2),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region
@@ -169,6 +202,8 @@ from {{ ref('s_group_all_aggs') }} t left join {{ source('raw', 'customers') }} 
   on c.id = t.customer_id
 """, 2),
 ]
+
+SHAPES = [s for s in SHAPES if not ONLY or s.name in ONLY]
 
 # Not part of the catalogue: `auto` must fall back to a full recompute, and say why.
 FALLBACK = Shape("f_window", """
@@ -259,6 +294,11 @@ class Changes:
                     ops[int(r["id"])] = ("D", {"id": int(r["id"])})
                 fresh = {**self.row(table, top + 10), "customer_id": 100 + self.step}
                 ops[top + 10] = ("I", fresh)
+                # the extremes leave: the row holding the largest and the smallest amount
+                for pick in ("desc", "asc"):
+                    for r in rows(self.project, f"select id from {self.rel(table)} where amount "
+                                                f"is not null order by amount {pick}, id limit 1"):
+                        ops[int(r["id"])] = ("D", {"id": int(r["id"])})
             self.merge(table, ops)
             changed[table] = len(ops)
         return changed
@@ -321,6 +361,8 @@ class TestShapeCatalogue:
                 if response["action"] == "replay":
                     replays += 1
                     assert response["mode"] == "incremental" and not response.get("fallback_reason")
+                    assert not shape.staged_from or response["staged_from"] == shape.staged_from, (
+                        shape.name, response)
                     moved = change_rows(project, response["versions_from"], response["versions_to"])
                     assert 0 <= response["staged_rows"] <= shape.fanout * moved, (
                         shape.name, response["staged_rows"], moved)
@@ -336,17 +378,26 @@ class TestShapeCatalogue:
               f"{checked} contract checks, seed {SEED}")
         assert replays >= len(SHAPES), "too few replays to exercise the shapes"
 
-        _, explained = run_dbt_and_capture(
-            ["run-operation", "batch_refresh_explain", "--args", "{model: s_payments_by_customer}"])
-        print(explained[explained.find("batch_refresh explain"):])
-        assert "incremental (affected-key replay" in explained
-        assert "customer_id (inferred from the query)" in explained
-        assert "payments (as p): keys from its change rows joined to" in explained
-        assert "pushdown" in explained and "orders.customer_id" in explained
-        assert "[affected-key recompute] " in explained
-        _, explained = run_dbt_and_capture(
-            ["run-operation", "batch_refresh_explain", "--args", "{model: s_dedup_latest}"])
-        assert "[partition recompute] " in explained and "PARTITION BY customer_id" in explained
+        names = {s.name for s in SHAPES}
+        if {"s_payments_by_customer", "s_dedup_latest"} <= names:
+            _, explained = run_dbt_and_capture(
+                ["run-operation", "batch_refresh_explain", "--args", "{model: s_payments_by_customer}"])
+            print(explained[explained.find("batch_refresh explain"):])
+            assert "incremental (affected-key replay" in explained
+            assert "customer_id (inferred from the query)" in explained
+            assert "payments (as p): keys from its change rows joined to" in explained
+            assert "pushdown" in explained and "orders.customer_id" in explained
+            assert "[affected-key recompute] " in explained
+            _, explained = run_dbt_and_capture(
+                ["run-operation", "batch_refresh_explain", "--args", "{model: s_dedup_latest}"])
+            assert "[partition recompute] " in explained and "PARTITION BY customer_id" in explained
+        for model, rule in (("s_agg_delta", "[delta aggregate] "), ("s_global", "[delta aggregate] "),
+                            ("s_join_three_agg", "[affected-key recompute] ")):
+            if model not in names:
+                continue
+            _, explained = run_dbt_and_capture(
+                ["run-operation", "batch_refresh_explain", "--args", f"{{model: {model}}}"])
+            assert rule in explained, (model, explained)
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: f_window}"])
         assert "full recompute" in explained and "window function" in explained

@@ -101,5 +101,10 @@ def test_explain_says_where_staging_comes_from():
                              info, "idle")
     assert "the model over the change rows alone" in rowwise and "pushdown" not in rowwise
     grouped = explain.render("m", BatchRefreshConfig(),
-                             sa.analyze("select k, sum(v) as s from s.t group by k"), info, "idle")
+                             sa.analyze("select k, count(distinct v) as s from s.t group by k"),
+                             info, "idle")
     assert "pushdown:   recompute restricted to `(k) IN (affected keys)`" in grouped
+    assert "no delta aggregate: the model uses COUNT(DISTINCT v)" in grouped
+    summed = explain.render("m", BatchRefreshConfig(),
+                            sa.analyze("select k, sum(v) as s from s.t group by k"), info, "idle")
+    assert "[delta aggregate] s.t: its signed change rows grouped by k" in summed

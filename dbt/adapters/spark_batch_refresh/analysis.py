@@ -17,6 +17,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import keypath as kp
 
 DIALECT = "spark"
@@ -52,6 +53,10 @@ class Analysis:
     # Why affected-key replay is unsound for this model and key (None when it is sound).
     incremental_reason: Optional[str] = None
     key_paths: Tuple[kp.KeyPath, ...] = ()
+    # Maintained by delta aggregation (aggdelta.py), or why not (None when it is, or when the
+    # model does not aggregate at all).
+    delta: Optional[ad.DeltaAggregate] = None
+    delta_reason: Optional[str] = None
 
     @property
     def rowwise(self) -> bool:
@@ -159,10 +164,30 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
             paths = key_paths(tree, key)
     except kp.NotIncremental as exc:
         reason = str(exc)
+    delta, delta_reason = None, None
+    if _global_blocker(tree, tables) is None and tree.find(exp.AggFunc) is not None:
+        delta, delta_reason = _delta_aggregate(sql, key, upstreams)
+        if delta is not None:
+            reason = None  # a global aggregate (no key) too: its one row is kept by delta
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
                     key_errors=tuple(key_errors(tree, unique_key)),
-                    incremental_reason=reason, key_paths=paths)
+                    incremental_reason=reason, key_paths=paths, delta=delta,
+                    delta_reason=delta_reason)
+
+
+def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[
+        Optional[ad.DeltaAggregate], Optional[str]]:
+    """The model's delta upkeep when its aggregate reads rows of one upstream, each from one
+    upstream row (the input must be row-wise, as a row-wise model's staging is)."""
+    delta, why = ad.maybe_derive(sql, key, upstreams)
+    if delta is None:
+        return None, why
+    inner = _parse(delta.input_sql)
+    blocker = _rowwise_blocker(inner, _physical_tables(inner))
+    if blocker:
+        return None, f"its aggregate's input {blocker}"
+    return delta, None
 
 
 def _global_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[str]:

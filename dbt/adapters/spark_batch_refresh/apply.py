@@ -93,6 +93,10 @@ class Applier:
             self._run(f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
                       f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staged.source}")
             return {"rows_inserted": staged.rows}
+        if commit.action == REPLAY and staged.overwrite:
+            # A global aggregate: its one row (or none, under HAVING) replaces the old one.
+            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
+            return {"rows_inserted": staged.rows}
         if commit.action == REPLAY and not config.unique_key:
             return self._append(req, commit, cols)
         if commit.action == REPLAY and staged.rows == 0 and commit.chunks == 1:

@@ -22,19 +22,18 @@ from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, count_committed
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
-from dbt.adapters.spark_batch_refresh.delta import Columns
 from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait, held
-from dbt.adapters.spark_batch_refresh.planner import Plan
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
-Restage = Callable[[RefreshRequest, BatchRefreshConfig, sa.Analysis, Plan, Columns, str], Staged]
+# (request, config, analysis, plan, columns, view, *, plan_id, refresh, previous_plan)
+Restage = Callable[..., Staged]
 
 
 class InterruptedChunks(BatchRefreshRuntimeError):
@@ -98,7 +97,8 @@ class ChunkedApply:
             columns = [(r["col_name"], r["data_type"]) for r in
                        self._fetch(f"DESCRIBE QUERY {sa.pin_versions(req.sql, plan.versions_to())}")]
             staged = restage(req, config, analysis, plan, columns,
-                             f"_br_staging_{uuid.uuid4().hex[:12]}")
+                             f"_br_staging_{uuid.uuid4().hex[:12]}", plan_id=last.plan_id,
+                             refresh=last.refresh, previous_plan=None)
             self._stager.persist(staged, table)
         done = self._committed(req, last, result)
         landed = self._chunks(req, config, staged, base, last.chunks, result, done, holder)

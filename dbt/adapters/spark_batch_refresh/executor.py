@@ -19,7 +19,9 @@ from typing import List, Mapping, Optional
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh
 from dbt.adapters.spark_batch_refresh.chunks import ChunkedApply, lease_error
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog, columns_hash
@@ -83,7 +85,8 @@ class Refresher:
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
         self.reader = DeltaReader(self._fetch)
-        self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns)
+        self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
+                              SidecarUpkeep(self._fetch, self._run, self.reader))
         self._applier = Applier(self._fetch, self._run, self.reader)
 
     # ---------------------------------------------------------------- plan
@@ -304,12 +307,14 @@ class Refresher:
     def _stage(self, run: _Run) -> int:
         """The chunk count the staged rows need."""
         req, config, plan = run.req, run.config, run.plan
-        if plan.action == REPLAY and not config.unique_key:
+        if plan.action == REPLAY and not config.unique_key and run.analysis.delta is None:
             rows = self._stager.append_guard(req.model, plan)
             run.staged = Staged("", [(c, t) for c, t in run.columns], rows=rows)
             run.result.staged_rows = rows
             return 1
-        run.staged = self._restage(run.req, config, run.analysis, plan, run.columns, run.view)
+        run.staged = self._restage(run.req, config, run.analysis, plan, run.columns, run.view,
+                                   plan_id=run.run_id, refresh=run.refresh,
+                                   previous_plan=run.log.last.plan_id if run.log.last else None)
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
         if plan.action == BACKFILL or not config.unique_key:
@@ -317,9 +322,14 @@ class Refresher:
         return max(1, -(-run.staged.rows // config.merge_chunk_rows))
 
     def _restage(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
-                 plan: Plan, columns: Columns, view: str) -> Staged:
+                 plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
+                 previous_plan: Optional[str]) -> Staged:
+        agg_run = None
+        if analysis.delta is not None and plan.fallback_reason is None:
+            agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
+                             plan_id, refresh, previous_plan)
         return self._stager.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
-                                  plan=plan, model_columns=columns, view=view)
+                                  plan=plan, model_columns=columns, view=view, agg_run=agg_run)
 
     def _drop(self, run: _Run) -> None:
         # A staging that failed may still have left its view: Spark 3.5 creates the view of a

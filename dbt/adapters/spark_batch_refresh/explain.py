@@ -8,6 +8,7 @@ from typing import Dict, List, Mapping, Optional, Tuple
 from sqlglot import exp
 from sqlglot.lineage import lineage
 
+from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
@@ -57,6 +58,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     lines = [f"batch_refresh explain: {model}"]
     if error:
         lines.append(f"  mode:       cannot refresh: {error}")
+    elif mode == "incremental" and analysis.delta is not None:
+        lines.append("  mode:       incremental (delta aggregate: old state + signed change rows)")
     elif mode == "incremental" and not analysis.key:
         lines.append("  mode:       incremental (append: keyless row-wise model, inserts only)")
     elif mode == "incremental":
@@ -80,7 +83,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                   f", consumed v{info.consumed} ({info.latest.version - info.consumed} behind)")
         feed = {True: "change feed on", False: "CHANGE FEED OFF", None: "change feed ?"}[info.change_feed]
         lines.append(f"    {info.name}: Delta v{info.latest.version}, {feed}{behind}")
-    if mode == "incremental" and analysis.key:
+    if mode == "incremental" and analysis.delta is not None:
+        lines.extend(_delta_lines(analysis))
+    elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         for path in analysis.key_paths:
             rule = "row-wise" if analysis.rowwise else path.rule
@@ -98,7 +103,28 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                              else ""))
     elif analysis.incremental_reason and mode != "incremental":
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
+    if mode == "incremental" and analysis.delta is None and analysis.delta_reason:
+        lines.append(f"  no delta aggregate: the model {analysis.delta_reason}")
     return "\n".join(lines)
+
+
+def _delta_lines(analysis: sa.Analysis) -> List[str]:
+    delta = analysis.delta
+    assert delta is not None
+    kinds = sorted({a.kind.replace("_star", "(*)") for a in delta.aggregates})
+    groups = (f"grouped by {', '.join(delta.keys)}" if delta.keys
+              else "summed into its one row (a global aggregate)")
+    extremes = any(a.kind in ("min", "max") for a in delta.aggregates)
+    return [
+        "  key paths (how a changed upstream row reaches the output keys):",
+        f"    - [{ad.RULE}] {delta.upstream}: its signed change rows {groups}, "
+        f"added to the state of the last refresh ({', '.join(kinds)})",
+        "  staging:    per-group state in a sidecar Delta table next to the state table "
+        "(written before the target); the upstream is not scanned"
+        + ("; min/max read it only for groups whose old extreme was deleted" if extremes else "")
+        + ". A float or double sum or average recomputes its affected groups instead (exact, "
+        "no drift).",
+    ]
 
 
 def props_change_feed(props: Mapping[str, str]) -> bool:

@@ -127,6 +127,12 @@ def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False
     )
 
 
+def null_key_rows(model_sql: str, unique_key: Sequence[str]) -> str:
+    """How many rows of the model have a NULL in a key column (a filter Spark pushes down)."""
+    test = " OR ".join(f"_br_m.{q(k)} IS NULL" for k in unique_key)
+    return f"SELECT count(*) AS n FROM (\n{model_sql}\n) _br_m WHERE {test}"
+
+
 def typed_lit(text: str, sql_type: str) -> str:
     """A literal of `sql_type` from its text form (key bounds read back from Spark)."""
     if sql_type == "date":

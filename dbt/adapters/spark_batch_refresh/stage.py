@@ -13,6 +13,7 @@ from typing import Callable, List, Mapping, Optional
 
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
@@ -34,29 +35,51 @@ class Staged:
     tombstones: int = 0
     # Literal bounds of a single-column key over the staged rows, for file pruning.
     key_range: Optional[tuple[str, str]] = None
-    staged_from: Optional[str] = None  # "changes" | "snapshot" for a replay
+    staged_from: Optional[str] = None  # "changes" | "aggregate" | "snapshot" for a replay
     extra_views: List[str] = field(default_factory=list)
+    # A global aggregate's replay: its one row replaces the target's (no key to merge by).
+    overwrite: bool = False
 
 
 class Stager:
     def __init__(self, fetch: Fetch, run: Run, describe: Callable[[str], Columns],
-                 table_columns: Callable[[str], List[str]]) -> None:
+                 table_columns: Callable[[str], List[str]], upkeep: SidecarUpkeep) -> None:
         self._fetch, self._run = fetch, run
         self._describe = describe
         self._table_columns = table_columns
+        self._upkeep = upkeep
 
     def stage(self, *, model: str, sql: str, config: BatchRefreshConfig, analysis: sa.Analysis,
-              plan: Plan, model_columns: Columns, view: str) -> Staged:
+              plan: Plan, model_columns: Columns, view: str,
+              agg_run: Optional[AggRun] = None) -> Staged:
         pinned = plan.versions_to()
         model_sql = sa.pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
         extra: List[str] = []
         staged_from = None
+        delta = analysis.delta if agg_run is not None else None
+        types: Mapping[str, str] = {}
+        if delta is not None:
+            types, problem = self._upkeep.state_types(delta, pinned)
+            if problem is not None:
+                delta = None  # e.g. a double sum: recompute its groups, never drift
         if plan.action == REPLAY:
             ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
                       if p.version > plan.consumed[u].version}
             select = self._changes_only(sql, analysis, config, ranges, model_columns)
             staged_from = "snapshot" if select is None else "changes"
-            if select is None:
+            if select is None and delta is not None and agg_run is not None:
+                upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
+                if upkept is not None:
+                    extra += upkept.views
+                    staged_from = "aggregate"
+                    rows = delta.output_over(upkept.state)
+                    select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
+                              if config.unique_key else sqlgen.staging_full(rows, ()))
+                else:  # no sidecar matching the target: rebuild it, recompute this time
+                    self._upkeep.build(delta, agg_run, pinned)
+            if select is None and not config.unique_key:
+                select = sqlgen.staging_full(model_sql, ())  # a global aggregate, in full
+            elif select is None:
                 keys = f"{view}_keys"
                 parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
                                              plan.versions_from(), self._table_columns)
@@ -66,14 +89,18 @@ class Stager:
                 extra.append(keys)
                 select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
         else:
+            if delta is not None and agg_run is not None:
+                self._upkeep.build(delta, agg_run, pinned)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
         # Computed once into the session's cache (memory and disk), not a Delta commit.
         self._run(f"CACHE TABLE {view} AS\n{select}")
         columns = sqlgen.staging_columns(model_columns, config.unique_key, staged_from == "changes")
-        staged = Staged(view, columns, staged_from=staged_from, extra_views=extra)
+        staged = Staged(view, columns, staged_from=staged_from, extra_views=extra,
+                        overwrite=plan.action == REPLAY and not config.unique_key)
         if config.unique_key:
-            self._check_keys(model, config, staged, model_columns, bounds=plan.action != BACKFILL)
+            self._check_keys(model, config, staged, model_columns, bounds=plan.action != BACKFILL,
+                             model_sql=model_sql if staged_from == "snapshot" else None)
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
@@ -97,9 +124,15 @@ class Stager:
         return sqlgen.staging_from_changes(plus, minus, [c for c, _ in columns], config.unique_key)
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
-                    model_columns: Columns, bounds: bool) -> None:
+                    model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:
         """NULL or duplicate keys fail the run here, before the target is touched; the same
-        scan gives the key range the MERGE prunes target files by."""
+        scan gives the key range the MERGE prunes target files by.
+
+        A recompute restricted to `key IN (affected keys)` never stages a row whose key is
+        NULL, so an affected NULL key shows only as a tombstone. It is one (an outer join's
+        NULL-supplying side changed under a filtered key) unless the model has a row with a
+        NULL key, which only the model itself can tell: asked only when such a tombstone
+        exists, since merging it would delete that row's group from the target."""
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         ranged = (bounds and len(config.unique_key) == 1
                   and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES)
@@ -112,8 +145,11 @@ class Stager:
                                 sqlgen.typed_lit(quality["key_max"], kind))
         key = ", ".join(config.unique_key)
         problems = []
-        if int(quality["null_keys"]):
-            problems.append(f"{quality['null_keys']} output rows have a NULL in unique_key ({key}).")
+        null_keys = int(quality["null_keys"])
+        if not null_keys and model_sql is not None and int(quality["null_any"]):
+            null_keys = int(self._fetch(sqlgen.null_key_rows(model_sql, config.unique_key))[0]["n"])
+        if null_keys:
+            problems.append(f"{null_keys} output rows have a NULL in unique_key ({key}).")
         if int(quality["staged"]) - int(quality["null_any"]) != int(quality["distinct_keys"]):
             examples = self._fetch(sqlgen.duplicate_examples(staged.source, config.unique_key))
             shown = "; ".join(

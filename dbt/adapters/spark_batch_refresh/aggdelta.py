@@ -1,0 +1,415 @@
+"""Delta-maintained aggregates: which models qualify, and the SQL of their upkeep (pure).
+
+A model that is one GROUP BY (or a global aggregate) over a row-wise input from one upstream,
+whose aggregates are all count, sum, avg, min or max, is kept up to date from its upstream's
+change rows alone: the change rows, signed (+1 insert/post-image, -1 delete/pre-image), give
+per-group deltas; added to the per-group state of the previous refresh they give the new state,
+and the model's output rows are a projection of that state. The state lives in a sidecar Delta
+table next to the state table (row count per group, and per aggregated argument its non-NULL
+count, sum, min and max as the model needs them), never in the user's target.
+
+Counts and sums are exact by delta (integers and decimals; a float or double argument of sum or
+avg keeps the affected-group recompute, so no rounding drift ever reaches a target). min and max
+follow from the change when the change decides them: the new minimum is least(old minimum,
+minimum inserted) unless a deleted value reaches down to it; only such groups read the upstream,
+and only for their min/max columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import sqlglot
+from sqlglot import exp
+
+from dbt.adapters.spark_batch_refresh import keypath as kp
+
+DIALECT = "spark"
+SIGN = "_br_sign"
+ROWS = "_br_n"  # rows per group: a group whose count reaches 0 leaves the model
+RECOMPUTE = "_br_recompute"
+SIDECAR_SUFFIX = "__br_agg"
+RULE = "delta aggregate"
+
+# min/max over these compare as values (complex types keep the recompute).
+_ORDERABLE = ("tinyint", "smallint", "int", "bigint", "decimal", "float", "double", "string", "date", "timestamp", "timestamp_ntz",
+                           "boolean", "binary", "varchar", "char")
+
+
+class NotDelta(Exception):
+    """The model is not maintained by delta aggregation; the message says why."""
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    kind: str  # count_star | count | sum | avg | min | max
+    arg: Optional[int]  # index of the argument column (_br_a<i>), None for count(*)
+
+
+@dataclass(frozen=True)
+class DeltaAggregate:
+    """How one model is maintained: its input rows, its state columns, its output."""
+
+    upstream: str
+    keys: Tuple[str, ...]  # output key columns = the group keys (empty: a global aggregate)
+    input_sql: str  # SELECT <group keys>, <argument>s AS _br_a<i> FROM ... WHERE ...
+    aggregates: Tuple[Aggregate, ...]
+    output_sql: str  # the model's projections over the state relation `_br_state`
+    args: int
+
+    @property
+    def global_(self) -> bool:
+        return not self.keys
+
+    # ---------------------------------------------------------------- state columns
+    def state_columns(self) -> List[Tuple[str, str]]:
+        """(sidecar column, aggregate over the input) for every state the outputs need."""
+        cols: Dict[str, str] = {ROWS: "count(*)"}
+        for agg in self.aggregates:
+            if agg.arg is None:
+                continue
+            a = _arg(agg.arg)
+            if agg.kind in ("count", "sum", "avg"):
+                cols[_count(agg.arg)] = f"count({a})"
+            if agg.kind in ("sum", "avg"):
+                cols[_sum(agg.arg)] = f"sum({a})"
+            if agg.kind == "min":
+                cols[_lo(agg.arg)] = f"min({a})"
+            if agg.kind == "max":
+                cols[_hi(agg.arg)] = f"max({a})"
+        return list(cols.items())
+
+    def type_problem(self, state_types: Mapping[str, str]) -> Optional[str]:
+        """Why the state's Spark types (DESCRIBE of state_sql) rule delta upkeep out."""
+        for agg in self.aggregates:
+            if agg.arg is None:
+                continue
+            if agg.kind in ("sum", "avg"):
+                kind = _base(state_types[_sum(agg.arg)])
+                if agg.kind == "avg" and kind != "bigint":
+                    return ("averages a non-integer column (only integer averages are maintained "
+                            "by delta)")
+                if kind not in ("bigint", "decimal"):
+                    return (f"sums a {state_types[_sum(agg.arg)]} column (only integer and decimal "
+                            "sums are exact by delta)")
+            if agg.kind in ("min", "max"):
+                name = _lo(agg.arg) if agg.kind == "min" else _hi(agg.arg)
+                if _base(state_types[name]) not in _ORDERABLE:
+                    return f"takes {agg.kind} of a {state_types[name]} column"
+        return None
+
+    # ---------------------------------------------------------------- SQL
+    def state_sql(self, input_sql: str, where_keys: Optional[str] = None) -> str:
+        """Per-group state from input rows (a backfill; `where_keys` restricts the groups)."""
+        keys = _cols(self.keys)
+        cols = ", ".join(f"{expr} AS {name}" for name, expr in self.state_columns())
+        where = f" WHERE {where_keys}" if where_keys else ""
+        group = f" GROUP BY {keys}" if keys else ""
+        lead = f"{keys}, " if keys else ""
+        return f"SELECT {lead}{cols} FROM (\n{input_sql}\n) _br_in{where}{group}"
+
+    def delta_sql(self, plus_sql: str, minus_sql: str) -> str:
+        """Per-group signed deltas of the change rows (one row per touched group)."""
+        cols = [f"coalesce(sum({SIGN}), 0) AS {ROWS}"]
+        done = set()
+        for agg in self.aggregates:
+            if agg.arg is None or (agg.kind, agg.arg) in done:
+                continue
+            done.add((agg.kind, agg.arg))
+            a, i = _arg(agg.arg), agg.arg
+            if agg.kind in ("count", "sum", "avg") and ("c", i) not in done:
+                done.add(("c", i))
+                cols.append(f"coalesce(sum(CASE WHEN {a} IS NOT NULL THEN {SIGN} ELSE 0 END), 0) "
+                            f"AS {_count(i)}")
+            if agg.kind in ("sum", "avg") and ("s", i) not in done:
+                done.add(("s", i))
+                cols.append(f"sum(CASE WHEN {SIGN} > 0 THEN {a} END) AS {_sum(i)}_plus")
+                cols.append(f"sum(CASE WHEN {SIGN} < 0 THEN {a} END) AS {_sum(i)}_minus")
+            for kind, name, fn in (("min", _lo(i), "min"), ("max", _hi(i), "max")):
+                if agg.kind == kind:
+                    cols.append(f"{fn}(CASE WHEN {SIGN} > 0 THEN {a} END) AS {name}_plus")
+                    cols.append(f"{fn}(CASE WHEN {SIGN} < 0 THEN {a} END) AS {name}_minus")
+        keys = _cols(self.keys)
+        lead = f"{keys}, " if keys else ""
+        group = f" GROUP BY {keys}" if keys else ""
+        return (f"SELECT {lead}{', '.join(cols)} FROM (\n"
+                f"SELECT *, 1 AS {SIGN} FROM (\n{plus_sql}\n) _br_p\nUNION ALL\n"
+                f"SELECT *, -1 AS {SIGN} FROM (\n{minus_sql}\n) _br_m\n) _br_d{group}")
+
+    def new_state_sql(self, delta: str, old: str, types: Mapping[str, str]) -> str:
+        """Old state + delta for every touched group, with a flag on the groups whose min or
+        max cannot be told from the change (a deleted value reached the old extreme)."""
+        on = " AND ".join(f"_br_o.{_q(k)} <=> _br_d.{_q(k)}" for k in self.keys) or "true"
+        cols = [f"_br_d.{_q(k)}" for k in self.keys]
+        cols.append(f"coalesce(_br_o.{ROWS}, 0) + _br_d.{ROWS} AS {ROWS}")
+        recompute = []
+        for name, _ in self.state_columns()[1:]:
+            kind = _kind(name)
+            if kind == "c":
+                cols.append(f"coalesce(_br_o.{name}, 0) + _br_d.{name} AS {name}")
+            elif kind == "s":
+                count = f"(coalesce(_br_o.{_c_of(name)}, 0) + _br_d.{_c_of(name)})"
+                value = (f"coalesce(_br_o.{name}, 0) + coalesce(_br_d.{name}_plus, 0) "
+                         f"- coalesce(_br_d.{name}_minus, 0)")
+                cols.append(f"CAST(CASE WHEN {count} = 0 THEN NULL ELSE {value} END "
+                            f"AS {types[name]}) AS {name}")
+            else:
+                pick, cmp = ("least", "<=") if kind == "lo" else ("greatest", ">=")
+                best = f"{pick}(_br_o.{name}, _br_d.{name}_plus)"
+                cols.append(f"{best} AS {name}")
+                recompute.append(f"(_br_d.{name}_minus IS NOT NULL AND ({best} IS NULL OR "
+                                 f"_br_d.{name}_minus {cmp} {best}))")
+        cols.append(f"({' OR '.join(recompute) or 'false'}) AS {RECOMPUTE}")
+        return f"SELECT {', '.join(cols)} FROM {delta} _br_d LEFT JOIN {old} _br_o ON {on}"
+
+    def extremes(self) -> List[str]:
+        return [n for n, _ in self.state_columns() if _kind(n) in ("lo", "hi")]
+
+    def extremes_sql(self, input_sql: str, new_state: str) -> str:
+        """min/max recomputed from the upstream for the flagged groups only."""
+        keys = _cols(self.keys)
+        exprs = dict(self.state_columns())
+        cols = ", ".join(f"{exprs[n]} AS {n}" for n in self.extremes())
+        if not self.keys:
+            return f"SELECT {cols} FROM (\n{input_sql}\n) _br_in"
+        # A semi join on null-safe equality: a NULL group key is a group like any other.
+        on = " AND ".join(f"_br_in.{_q(k)} <=> _br_r.{_q(k)}" for k in self.keys)
+        return (f"SELECT {', '.join(f'_br_in.{_q(k)}' for k in self.keys)}, {cols} FROM (\n"
+                f"{input_sql}\n) _br_in LEFT SEMI JOIN (SELECT {keys} FROM {new_state} "
+                f"WHERE {RECOMPUTE}) _br_r ON {on} GROUP BY {', '.join(f'_br_in.{_q(k)}' for k in self.keys)}")
+
+    def final_state_sql(self, new_state: str, extremes: Optional[str]) -> str:
+        """The new state of every touched group (without the recompute flag)."""
+        names = [n for n, _ in self.state_columns()]
+        if extremes is None:
+            cols = ", ".join(_q(c) for c in list(self.keys) + names)
+            return f"SELECT {cols} FROM {new_state}"
+        on = " AND ".join(f"_br_s.{_q(k)} <=> _br_x.{_q(k)}" for k in self.keys) or "true"
+        picked = [f"_br_s.{_q(k)}" for k in self.keys]
+        for n in names:
+            picked.append(f"CASE WHEN _br_s.{RECOMPUTE} THEN _br_x.{n} ELSE _br_s.{n} END AS {n}"
+                          if n in self.extremes() else f"_br_s.{n}")
+        return (f"SELECT {', '.join(picked)} FROM {new_state} _br_s "
+                f"LEFT JOIN {extremes} _br_x ON {on}")
+
+    def merge_sidecar_sql(self, sidecar: str, final_state: str) -> str:
+        on = " AND ".join(f"t.{_q(k)} <=> s.{_q(k)}" for k in self.keys)
+        names = [n for n, _ in self.state_columns()]
+        sets = ", ".join(f"{n} = s.{n}" for n in names)
+        cols = ", ".join(_q(c) for c in list(self.keys) + names)
+        values = ", ".join(f"s.{_q(c)}" for c in list(self.keys) + names)
+        return (f"MERGE INTO {sidecar} t USING {final_state} s ON {on}\n"
+                f"WHEN MATCHED AND s.{ROWS} = 0 THEN DELETE\n"
+                f"WHEN MATCHED THEN UPDATE SET {sets}\n"
+                f"WHEN NOT MATCHED AND s.{ROWS} > 0 THEN INSERT ({cols}) VALUES ({values})")
+
+    def output_over(self, state: str) -> str:
+        """The model's output rows from a state relation (groups left empty drop out; a global
+        aggregate always has its one row, as the from-scratch query does)."""
+        sql = self.output_sql.replace("_br_state", state)
+        return sql
+
+
+def _base(spark_type: str) -> str:
+    return spark_type.lower().split("(")[0].strip()
+
+
+def _q(name: str) -> str:
+    return f"`{name}`"
+
+
+def _cols(names: Sequence[str]) -> str:
+    return ", ".join(_q(n) for n in names)
+
+
+def _arg(i: int) -> str:
+    return f"_br_a{i}"
+
+
+def _count(i: int) -> str:
+    return f"_br_agg_c_{i}"
+
+
+def _sum(i: int) -> str:
+    return f"_br_agg_s_{i}"
+
+
+def _lo(i: int) -> str:
+    return f"_br_agg_lo_{i}"
+
+
+def _hi(i: int) -> str:
+    return f"_br_agg_hi_{i}"
+
+
+def _kind(state: str) -> str:
+    """c, s, lo or hi: which state a sidecar column (_br_agg_<kind>_<arg>) holds."""
+    parts = state.split("_")
+    return parts[3] if len(parts) > 4 else ""
+
+
+def _c_of(sum_name: str) -> str:
+    return _count(int(sum_name.rsplit("_", 1)[1]))
+
+
+# ------------------------------------------------------------------------------ derivation
+_KINDS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
+
+
+def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggregate:
+    """The delta upkeep of a model, or NotDelta with the reason it does not qualify."""
+    tree = kp.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    if not isinstance(tree, exp.Select):
+        raise NotDelta("is not a single SELECT")
+    if len(upstreams) != 1:
+        raise NotDelta(f"reads {len(upstreams)} upstreams (delta aggregates read one)")
+    for arg, what in (("distinct", "DISTINCT"), ("joins", "a join"), ("qualify", "QUALIFY"),
+                      ("limit", "LIMIT"), ("order", "ORDER BY"), ("windows", "a WINDOW clause")):
+        if tree.args.get(arg):
+            raise NotDelta(f"has {what} in its aggregating SELECT")
+    if any(isinstance(n, exp.Window) for p in tree.expressions for n in p.walk()):
+        raise NotDelta("has a window function in its aggregating SELECT")
+    group = tree.args.get("group")
+    own = [a for a in tree.find_all(exp.AggFunc) if _owner(a) is tree]
+    if not own:
+        raise NotDelta("has no aggregate")
+    if any(p.is_star for p in tree.expressions):
+        raise NotDelta("selects *")
+    keys = tuple(key)
+    key_exprs: Dict[str, exp.Expression] = {}
+    for name in keys:
+        proj = next((p for p in tree.expressions if p.alias_or_name.lower() == name.lower()), None)
+        if proj is None or proj.find(exp.AggFunc):
+            raise NotDelta(f"has unique_key column {name} that is not a group key")
+        key_exprs[name] = proj.unalias()
+    if (group is None or not group.expressions) != (not keys):
+        raise NotDelta("has a unique_key that is not its GROUP BY")
+    for expr in group.expressions if group is not None else []:
+        if expr.is_int and 0 < int(expr.name) <= len(tree.expressions):
+            expr = tree.expressions[int(expr.name) - 1].unalias()
+        named = isinstance(expr, exp.Column) and not expr.table and expr.name.lower() in {
+            k.lower() for k in keys}
+        if not named and not any(expr == k for k in key_exprs.values()):
+            raise NotDelta(f"groups by {expr.sql(dialect=DIALECT)}, which is not a unique_key column")
+    args: List[exp.Expression] = []
+    aggs: List[Aggregate] = []
+    by_node: Dict[int, Aggregate] = {}
+    for node in own:
+        if node.args.get("distinct") or isinstance(node.this, exp.Distinct):
+            raise NotDelta(f"uses {node.sql(dialect=DIALECT)} (a distinct aggregate is not invertible)")
+        if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
+            agg = Aggregate("count_star", None)
+        else:
+            kind = "count" if isinstance(node, exp.Count) else _KINDS.get(type(node))
+            if kind is None or node.expressions or not isinstance(node.this, exp.Expression):
+                raise NotDelta(f"uses {node.sql(dialect=DIALECT)} (maintained by delta: count, "
+                               "sum, avg, min, max)")
+            arg = node.this
+            if arg.find(exp.AggFunc) or arg.find(exp.Window) or arg.find(exp.Subquery):
+                raise NotDelta(f"nests a query or window in {node.sql(dialect=DIALECT)}")
+            index = next((i for i, a in enumerate(args) if a == arg), None)
+            if index is None:
+                index = len(args)
+                args.append(arg.copy())
+            agg = Aggregate(kind, index)
+        aggs.append(agg)
+        by_node[id(node)] = agg
+    # The input rows: the group keys and the aggregate arguments, per upstream row.
+    inner = tree.copy()
+    inner.set("group", None)
+    inner.set("having", None)
+    inner.set("expressions", [e.copy().as_(n) for n, e in key_exprs.items()]
+              + [a.copy().as_(_arg(i)) for i, a in enumerate(args)])
+    if inner.find(exp.Subquery) and any(not isinstance(s.parent, (exp.From,))
+                                        for s in inner.find_all(exp.Subquery)):
+        raise NotDelta("has a subquery in an expression")
+    if any(inner.find(t) for t in (exp.Exists, exp.Union, exp.Join, exp.AggFunc, exp.Window)):
+        raise NotDelta("reads its input through a join, set operation or nested aggregate")
+    if any(isinstance(s, exp.Select) and s is not inner and (s.args.get("group") or s.args.get("distinct"))
+           for s in inner.find_all(exp.Select)):
+        raise NotDelta("aggregates in a subquery below its GROUP BY")
+    # The output: each projection (and HAVING) over the state relation.
+    output = exp.select(*[_over_state(p, key_exprs, by_node) for p in tree.expressions])
+    output = output.from_("_br_state")
+    having = tree.args.get("having")
+    conditions = [f"{ROWS} > 0"] if keys else []
+    if having is not None:
+        conditions.append(_over_state(having.this, key_exprs, by_node, named=False)
+                          .sql(dialect=DIALECT))
+    if conditions:
+        output = output.where(" AND ".join(f"({c})" for c in conditions), dialect=DIALECT)
+    return DeltaAggregate(upstreams[0], keys, inner.sql(dialect=DIALECT), tuple(aggs),
+                          output.sql(dialect=DIALECT), len(args))
+
+
+def _owner(node: exp.Expression) -> Optional[exp.Expression]:
+    return node.find_ancestor(exp.Select)
+
+
+def _over_state(expr: exp.Expression, key_exprs: Mapping[str, exp.Expression],
+                by_node: Mapping[int, Aggregate], named: bool = True) -> exp.Expression:
+    """A projection with its aggregates and group keys replaced by state columns."""
+    alias = expr.alias if isinstance(expr, exp.Alias) else None
+    body = expr.unalias()
+    for name, key_expr in key_exprs.items():
+        if body == key_expr:
+            column = exp.column(name, quoted=True)
+            return column.as_(alias or name, quoted=True) if alias or name else column
+    # Under a holder, so that replacing the expression's root node works too.
+    holder = exp.Paren(this=body.copy())
+    mapping = {id(o): n for o, n in zip(body.walk(), holder.this.walk())}
+    for original in body.walk():
+        if id(original) in by_node:
+            mapping[id(original)].replace(_state_expr(by_node[id(original)]))
+    for name, key_expr in key_exprs.items():
+        for node in list(holder.this.walk()):
+            if node == key_expr and not node.find_ancestor(exp.AggFunc):
+                node.replace(exp.column(name, quoted=True))
+    copy = holder.this
+    leftover = [c for c in copy.find_all(exp.Column)
+                if not c.name.startswith("_br_agg_") and c.name != ROWS
+                and c.name not in key_exprs]
+    if leftover:
+        raise NotDelta(f"projects {leftover[0].sql(dialect=DIALECT)} outside its aggregates and "
+                       "group keys")
+    if not named:
+        return copy
+    name = alias or (body.alias_or_name if isinstance(body, exp.Column) else None)
+    if name is None:
+        raise NotDelta(f"has an unnamed output {body.sql(dialect=DIALECT)}")
+    return copy.as_(name, quoted=True) if isinstance(expr, exp.Alias) else copy
+
+
+def _state_expr(agg: Aggregate) -> exp.Expression:
+    if agg.kind == "count_star":
+        text = ROWS
+    elif agg.kind == "count":
+        text = _count(agg.arg or 0)
+    elif agg.kind == "sum":
+        text = _sum(agg.arg or 0)
+    elif agg.kind == "avg":
+        i = agg.arg or 0
+        text = (f"CASE WHEN {_count(i)} = 0 THEN CAST(NULL AS DOUBLE) "
+                f"ELSE CAST({_sum(i)} AS DOUBLE) / {_count(i)} END")
+    elif agg.kind == "min":
+        text = _lo(agg.arg or 0)
+    else:
+        text = _hi(agg.arg or 0)
+    return sqlglot.parse_one(text, read=DIALECT)
+
+
+def sidecar_table(state_schema: str, model_id: str) -> str:
+    """The sidecar of a model: in the state schema, named after the model's unique id."""
+    safe = "".join(c if c.isalnum() else "_" for c in model_id.lower())
+    return f"{state_schema}.`{safe}{SIDECAR_SUFFIX}`"
+
+
+def maybe_derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[
+        Optional[DeltaAggregate], Optional[str]]:
+    try:
+        return derive(sql, key, upstreams), None
+    except NotDelta as exc:
+        return None, str(exc)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
+        return None, f"cannot be parsed ({exc})"

@@ -1,0 +1,160 @@
+"""The sidecar of a delta-maintained aggregate (aggdelta.py): built, advanced, recovered.
+
+Delta cannot commit the sidecar and the target together, so the sidecar's commits carry the
+plan id of the refresh that wrote them (`userMetadata`), and a refresh writes the sidecar first,
+then the target. A run reads the sidecar at the version written by the plan of the target's
+newest refresh, never simply its latest: a sidecar ahead of the target (a run that died or lost
+a race between the two commits) is restored to that version before it is advanced again (one
+extra commit, only on recovery). A sidecar that cannot be matched with the target (missing, or
+its version gone) is rebuilt from the upstream, and that refresh recomputes its affected groups
+as a model without delta upkeep would.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.spark_batch_refresh import aggdelta as ad
+from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
+from dbt.adapters.spark_batch_refresh.session_confs import USER_METADATA, SessionConfs
+
+META_KEY = "batch_refresh_sidecar"
+# The sidecar version of the target's newest refresh is the newest one, or one behind after a
+# crash between the two commits; further back only after several lost races in a row.
+_LOOKBACK = 20
+
+
+@dataclass(frozen=True)
+class AggRun:
+    """The refresh the sidecar is advanced for."""
+
+    schema: str  # the state schema, where the sidecar lives
+    sidecar: str
+    plan_id: str
+    refresh: int
+    previous_plan: Optional[str]  # plan of the target's newest refresh (its sidecar version)
+
+
+@dataclass
+class AggStaged:
+    state: str  # cached view: the new state of every touched group
+    views: List[str]
+
+
+class SidecarUpkeep:
+    def __init__(self, fetch: Fetch, run: Run, reader: DeltaReader) -> None:
+        self._fetch, self._run, self._reader = fetch, run, reader
+
+    def state_types(self, agg: ad.DeltaAggregate,
+                    pinned: Mapping[str, int]) -> Tuple[Dict[str, str], Optional[str]]:
+        """The sidecar's column types, and why delta upkeep is ruled out by them (or None)."""
+        sql = agg.state_sql(sa.pin_versions(agg.input_sql, pinned))
+        types = {n: t for n, t in self._reader.describe(sql)}
+        return types, agg.type_problem(types)
+
+    def build(self, agg: ad.DeltaAggregate, ctx: AggRun, pinned: Mapping[str, int]) -> None:
+        """The whole state from the upstream at the pinned versions (backfill, recompute)."""
+        body = agg.state_sql(sa.pin_versions(agg.input_sql, pinned))
+        self._run(f"CREATE SCHEMA IF NOT EXISTS {ctx.schema}")
+        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx)}):
+            self._run(f"CREATE OR REPLACE TABLE {ctx.sidecar} USING delta TBLPROPERTIES ("
+                      "'delta.enableChangeDataFeed' = 'false', "
+                      "'delta.enableDeletionVectors' = 'true') AS " + body)
+        fail_point("after_sidecar")
+
+    def replay(self, agg: ad.DeltaAggregate, ctx: AggRun, ranges: Mapping[str, Tuple[int, int]],
+               pinned: Mapping[str, int], types: Mapping[str, str],
+               view: str) -> Optional[AggStaged]:
+        """Advance the sidecar by the change rows; None when it does not match the target."""
+        entries = self._history(ctx.sidecar)
+        if entries is None:
+            return None
+        (upstream, (start, end)), = ranges.items()
+        plus = sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES)
+        minus = sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES)
+        delta = f"{view}_delta"
+        mine = _version_of(entries, ctx.plan_id)
+        base = _version_of(entries, ctx.previous_plan) if ctx.previous_plan else None
+        if mine is None and base is None:
+            return None
+        self._run(f"CACHE TABLE {delta} AS\n{agg.delta_sql(plus, minus)}")
+        views = [delta]
+        state = f"{view}_state"
+        if mine is not None:
+            # Written by this plan already (a resumed refresh that restages): read it back.
+            self._run(f"CACHE TABLE {state} AS\n{_written(agg, delta, ctx.sidecar, mine)}")
+            return AggStaged(state, views + [state])
+        assert base is not None
+        if base != int(entries[0]["version"]):
+            self._run(f"RESTORE TABLE {ctx.sidecar} TO VERSION AS OF {base}")
+        new = f"{view}_new"
+        self._run(f"CACHE TABLE {new} AS\n"
+                  f"{agg.new_state_sql(delta, f'{ctx.sidecar} VERSION AS OF {base}', types)}")
+        views.append(new)
+        extremes = None
+        counts = self._fetch(f"SELECT count(*) AS groups, coalesce(sum(CASE WHEN {ad.RECOMPUTE} "
+                             f"THEN 1 ELSE 0 END), 0) AS flagged FROM {new}")[0]
+        if int(counts["flagged"]):
+            extremes = f"{view}_extremes"
+            source = sa.pin_versions(agg.input_sql, pinned)
+            self._run(f"CACHE TABLE {extremes} AS\n{agg.extremes_sql(source, new)}")
+            views.append(extremes)
+        self._run(f"CACHE TABLE {state} AS\n{agg.final_state_sql(new, extremes)}")
+        views.append(state)
+        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx)}):
+            if not int(counts["groups"]):
+                # No group touched (the upstream moved without changing a row of the input),
+                # yet the plan's sidecar commit must exist: an empty blind INSERT commits.
+                self._run(f"INSERT INTO {ctx.sidecar} SELECT * FROM {ctx.sidecar} WHERE false")
+            elif agg.keys:
+                self._run(agg.merge_sidecar_sql(ctx.sidecar, state))
+            else:  # one row, always there: a blind overwrite costs less than a MERGE
+                self._run(f"INSERT OVERWRITE {ctx.sidecar} SELECT * FROM {state}")
+        fail_point("after_sidecar")
+        return AggStaged(state, views)
+
+    def _history(self, sidecar: str) -> Optional[List[Dict[str, Any]]]:
+        try:
+            return self._reader.history(sidecar, _LOOKBACK)
+        except DbtRuntimeError as exc:
+            text = str(exc)
+            if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text or "not a Delta" in text:
+                return None
+            raise
+
+
+def _metadata(ctx: AggRun) -> str:
+    return json.dumps({META_KEY: {"plan": ctx.plan_id, "refresh": ctx.refresh}},
+                      separators=(",", ":"))
+
+
+def _version_of(entries: List[Dict[str, Any]], plan_id: Optional[str]) -> Optional[int]:
+    """The sidecar version written by `plan_id` (newest first; None when not among them)."""
+    for entry in entries:
+        text = str(entry.get("userMetadata") or "")
+        if META_KEY not in text:
+            continue
+        try:
+            data = json.loads(text).get(META_KEY) or {}
+        except (ValueError, AttributeError):
+            continue
+        if data.get("plan") == plan_id:
+            return int(entry["version"])
+    return None
+
+
+def _written(agg: ad.DeltaAggregate, delta: str, sidecar: str, version: int) -> str:
+    """The touched groups' state as a plan wrote it (a group it deleted has 0 rows)."""
+    on = " AND ".join(f"_br_s.`{k}` <=> _br_d.`{k}`" for k in agg.keys) or "true"
+    names = [n for n, _ in agg.state_columns()]
+    cols = [f"_br_d.`{k}`" for k in agg.keys] + [
+        f"coalesce(_br_s.{n}, 0) AS {n}" if n == ad.ROWS else f"_br_s.{n}" for n in names]
+    return (f"SELECT {', '.join(cols)} FROM {delta} _br_d "
+            f"LEFT JOIN {sidecar} VERSION AS OF {version} _br_s ON {on}")

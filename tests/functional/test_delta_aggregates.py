@@ -1,0 +1,113 @@
+"""Delta-maintained aggregates (aggdelta.py, aggstage.py): the sidecar's life on real Spark + Delta.
+
+The shape harness (test_shapes.py) checks that delta upkeep equals the from-scratch query under
+random changes; this file checks what can happen to the sidecar between runs: a refresh that
+fails after the sidecar write (the sidecar one commit ahead of the target), a sidecar dropped
+by hand, and arguments whose sums are not exact by delta.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from dbt.tests.util import run_dbt, run_dbt_and_capture
+from tests.functional.helpers import STATE_SUFFIX, assert_contract, rows
+
+MODELS = {
+    "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n"
+                   "    tables:\n      - name: src\n",
+    "by_grp.sql": "{{ config(materialized='batch_refresh') }}\n"
+                  "select grp, count(*) as n, sum(v) as total, avg(v) as mean, min(v) as lo, "
+                  "max(v) as hi, sum(price) as price\n"
+                  "from {{ source('raw', 'src') }} where v >= 0 group by grp\n",
+    "overall.sql": "{{ config(materialized='batch_refresh') }}\n"
+                   "select count(*) as n, sum(v) as total, max(v) as hi from {{ source('raw', 'src') }}\n",
+    # A double sum is not exact by delta: its groups are recomputed, never drifted.
+    "by_grp_double.sql": "{{ config(materialized='batch_refresh') }}\n"
+                         "select grp, sum(d) as total from {{ source('raw', 'src') }} group by grp\n",
+}
+
+
+def _run(project: Any, expect_pass: bool = True) -> Dict[str, Dict[str, Any]]:
+    results = run_dbt(["run"], expect_pass=expect_pass)
+    return {r.node.name: r.adapter_response for r in results.results}
+
+
+def _sidecar(project: Any, model: str) -> str:
+    return f"{project.test_schema}{STATE_SUFFIX}.`model_test_{model}__br_agg`"
+
+
+def _operations(project: Any, model: str) -> list[str]:
+    return [r["operation"] for r in rows(project, f"describe history {_sidecar(project, model)}")]
+
+
+class TestSidecar:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return MODELS
+
+    def test_sidecar_recovers(self, project, monkeypatch):
+        src = f"{project.test_schema}.src"
+        project.run_sql(f"create table {src} (id int, grp int, v int, price decimal(10, 2), "
+                        f"d double) using delta tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {src} select cast(id as int), cast(id % 5 as int), "
+                        f"cast(id * 7 % 40 as int), cast(id / 4 as decimal(10, 2)), id / 3.0 "
+                        f"from range(60)")
+
+        def change(step: int) -> None:
+            # updates (some leave the filter, some move group), deletes of each group's largest
+            # v, inserts
+            project.run_sql(f"update {src} set v = v + {step}, grp = (grp + id) % 6, "
+                            f"d = d + 0.1 where id % 7 = {step % 7}")
+            project.run_sql(f"merge into {src} t using (select max_by(id, v) as id from {src} "
+                            f"group by grp) s on t.id = s.id when matched then delete")
+            project.run_sql(f"insert into {src} values ({100 + step}, 9, -1, 1.25, 0.5), "
+                            f"({200 + step}, {step % 5}, 99, null, null)")
+
+        def contract() -> None:
+            for model in ("by_grp", "overall", "by_grp_double"):
+                assert_contract(project, model)
+
+        first = _run(project)
+        assert {m: r["action"] for m, r in first.items()} == dict.fromkeys(first, "backfill")
+        contract()
+
+        change(1)
+        second = _run(project)
+        for model in ("by_grp", "overall"):
+            assert second[model]["action"] == "replay" and second[model]["staged_from"] == "aggregate"
+        assert second["by_grp_double"]["staged_from"] == "snapshot"  # recomputed, exact
+        contract()
+
+        # A refresh that fails between the sidecar's commit and the target's: the sidecar is
+        # one write ahead, and the next run restores it before advancing it again.
+        change(2)
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "after_sidecar")
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
+        _, output = run_dbt_and_capture(["run", "--select", "by_grp"], expect_pass=False)
+        assert "injected fault at fail point 'after_sidecar'" in output
+        monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
+        change(3)
+        third = _run(project)
+        assert third["by_grp"]["staged_from"] == "aggregate"
+        assert _operations(project, "by_grp")[:3] == ["MERGE", "RESTORE", "MERGE"]
+        contract()
+
+        # A sidecar dropped by hand: the next refresh recomputes its groups and rebuilds it,
+        # the one after is a delta again.
+        project.run_sql(f"drop table {_sidecar(project, 'by_grp')}")
+        change(4)
+        fourth = _run(project)
+        assert fourth["by_grp"]["action"] == "replay" and fourth["by_grp"]["staged_from"] == "snapshot"
+        contract()
+        change(5)
+        fifth = _run(project)
+        assert fifth["by_grp"]["staged_from"] == "aggregate"
+        assert fifth["overall"]["staged_from"] == "aggregate"
+        contract()
+
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])
+        assert "incremental (delta aggregate" in explained and "[delta aggregate] " in explained
