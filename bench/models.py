@@ -5,6 +5,9 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * rowwise:  filter + projection, key `id`;
 * agg:      GROUP BY k (about 100 fact rows per group);
 * join_agg: fact JOIN dim, GROUP BY f.dim_id, d.category (about 10 fact rows per group).
+* aggdelta: the agg SQL, its batch_refresh model with aggregate_upkeep='delta' (old state +
+            signed change rows, a sidecar of per-group state; agg recomputes affected groups);
+* global:   count, sum and max over the whole fact table (no GROUP BY: delta upkeep by default);
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
             updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition).
 
@@ -26,7 +29,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
-SHAPES = ("rowwise", "agg", "join_agg", "dedup")
+SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "dedup")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -40,6 +43,11 @@ _SQL = {
         "from {fact}\n"
         "{inc}"
         "group by k\n"
+    ),
+    "global": (
+        "select count(*) as n, sum(v) as sum_v, max(updated_at) as max_updated_at\n"
+        "from {fact}\n"
+        "{inc}"
     ),
     "join_agg": (
         "select f.dim_id, d.category, count(*) as n, sum(f.v) as sum_v,\n"
@@ -57,7 +65,12 @@ _SQL = {
     ),
 }
 
-_KEYS = {"rowwise": "'id'", "agg": "'k'", "join_agg": "['dim_id', 'category']", "dedup": "'dim_id'"}
+_SQL["aggdelta"] = _SQL["agg"]
+
+_KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
+         "join_agg": "['dim_id', 'category']", "dedup": "'dim_id'"}
+# Extra configs of a shape's batch_refresh model.
+_BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (
@@ -70,6 +83,7 @@ _INC = {
         "            where updated_at > (select max(max_updated_at) from {{ this }}))\n"
         "{% endif %}\n"
     ),
+    "global": "",  # no key to merge by: dbt incremental has no faithful form of it
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
@@ -83,6 +97,8 @@ _INC = {
         "{% endif %}"
     ),
 }
+
+_INC["aggdelta"] = _INC["agg"]
 
 FACT_REF = "{{ source('raw', 'fact') }}"
 DIM_REF = "{{ source('raw', 'dim') }}"
@@ -103,7 +119,8 @@ def model_files(shapes: List[str]) -> Dict[str, str]:
         body = model_sql(shape)
         key = _KEYS[shape]
         files[f"br_{shape}"] = (
-            f"{{{{ config(materialized='batch_refresh', unique_key={key}) }}}}\n" + body
+            f"{{{{ config(materialized='batch_refresh', unique_key={key}"
+            f"{_BR_CONFIG.get(shape, '')}) }}}}\n" + body
         )
         files[f"tbl_{shape}"] = "{{ config(materialized='table', file_format='delta') }}\n" + body
         files[f"inc_{shape}"] = (

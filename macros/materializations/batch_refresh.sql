@@ -67,7 +67,7 @@
 {% macro spark_batch_refresh__config_names() -%}
   {{ return(['unique_key', 'refresh_interval', 'refresh_mode', 'on_model_change',
              'on_change_feed_gap', 'merge_chunk_rows', 'lease_timeout', 'lease_wait', 'file_format',
-             'tblproperties']) }}
+             'tblproperties', 'aggregate_upkeep']) }}
 {%- endmacro %}
 
 

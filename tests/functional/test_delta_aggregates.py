@@ -18,14 +18,14 @@ from tests.functional.helpers import STATE_SUFFIX, assert_contract, rows
 MODELS = {
     "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n"
                    "    tables:\n      - name: src\n",
-    "by_grp.sql": "{{ config(materialized='batch_refresh') }}\n"
+    "by_grp.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                   "select grp, count(*) as n, sum(v) as total, avg(v) as mean, min(v) as lo, "
                   "max(v) as hi, sum(price) as price\n"
                   "from {{ source('raw', 'src') }} where v >= 0 group by grp\n",
     "overall.sql": "{{ config(materialized='batch_refresh') }}\n"
                    "select count(*) as n, sum(v) as total, max(v) as hi from {{ source('raw', 'src') }}\n",
     # A double sum is not exact by delta: its groups are recomputed, never drifted.
-    "by_grp_double.sql": "{{ config(materialized='batch_refresh') }}\n"
+    "by_grp_double.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                          "select grp, sum(d) as total from {{ source('raw', 'src') }} group by grp\n",
 }
 

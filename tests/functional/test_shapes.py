@@ -165,17 +165,18 @@ select customer_id, id, sum(amount) over (partition by customer_id order by id) 
        lag(amount) over (partition by customer_id order by id) as prev
 from {{ source('raw', 'orders') }}
 """, 12),
-    # Maintained by delta aggregation (aggdelta.py): counts and sums from the signed change
-    # rows and the sidecar's state, min/max recomputed only for groups whose extreme left.
+    # Maintained by delta aggregation (aggdelta.py; a global aggregate by default, a keyed one
+    # with aggregate_upkeep='delta'): counts and sums from the signed change rows and the
+    # sidecar's state, min/max recomputed only for groups whose extreme left.
     Shape("s_agg_delta", """
-{{ config(materialized='batch_refresh') }}
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
 select customer_id, count(*) as n, count(amount) as n_amount, sum(amount) as total,
        avg(amount) as mean, min(amount) as lo, max(amount) as hi
 from {{ source('raw', 'orders') }} where status <> 'cancelled'
 group by customer_id
 """, 2, "aggregate"),
     Shape("s_avg_having", """
-{{ config(materialized='batch_refresh', unique_key='product_id') }}
+{{ config(materialized='batch_refresh', unique_key='product_id', aggregate_upkeep='delta') }}
 select product_id, avg(amount) as mean, sum(amount) * 2 as double_total
 from {{ source('raw', 'orders') }}
 group by product_id

@@ -27,6 +27,7 @@ def test_defaults():
     config = parse_config("m", {})
     assert config.refresh_mode == "auto" and config.unique_key == ()
     assert config.refresh_interval_s is None and config.lease_timeout_s == 3600
+    assert config.aggregate_upkeep == "auto"
 
 
 def test_unique_key_forms():
@@ -39,14 +40,16 @@ def test_all_problems_reported_at_once():
         parse_config(
             "orders",
             {"refresh_mode": "sometimes", "refresh_interval": "soon", "file_format": "parquet",
-             "on_change_feed_gap": "ignore", "merge_chunk_rows": 0, "unique_key": 5},
+             "on_change_feed_gap": "ignore", "merge_chunk_rows": 0, "unique_key": 5,
+             "aggregate_upkeep": "sometimes"},
         )
     text = str(info.value)
     assert "batch_refresh model 'orders'" in text
     for fragment in ["`refresh_mode`", "`refresh_interval`", "`file_format`",
-                     "`on_change_feed_gap`", "`merge_chunk_rows`", "`unique_key`"]:
+                     "`on_change_feed_gap`", "`merge_chunk_rows`", "`unique_key`",
+                     "`aggregate_upkeep`"]:
         assert fragment in text
-    assert len(info.value.details) == 6
+    assert len(info.value.details) == 7
 
 
 def test_cdf_cannot_be_turned_off_on_the_target():

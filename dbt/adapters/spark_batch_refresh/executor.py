@@ -34,7 +34,7 @@ from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait
 from dbt.adapters.spark_batch_refresh.planner import (
-    BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, plan_run,
+    BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import (
@@ -325,7 +325,8 @@ class Refresher:
                  plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
                  previous_plan: Optional[str]) -> Staged:
         agg_run = None
-        if analysis.delta is not None and plan.fallback_reason is None:
+        if analysis.delta is not None and plan.fallback_reason is None and delta_upkeep(
+                config, analysis):
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
         return self._stager.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,

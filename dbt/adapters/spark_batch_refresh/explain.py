@@ -12,7 +12,7 @@ from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint, choose_mode
+from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint, choose_mode, delta_upkeep
 
 
 def key_sources(sql: str, key: Tuple[str, ...]) -> Dict[str, List[str]]:
@@ -58,7 +58,7 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     lines = [f"batch_refresh explain: {model}"]
     if error:
         lines.append(f"  mode:       cannot refresh: {error}")
-    elif mode == "incremental" and analysis.delta is not None:
+    elif mode == "incremental" and delta_upkeep(config, analysis):
         lines.append("  mode:       incremental (delta aggregate: old state + signed change rows)")
     elif mode == "incremental" and not analysis.key:
         lines.append("  mode:       incremental (append: keyless row-wise model, inserts only)")
@@ -83,7 +83,7 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                   f", consumed v{info.consumed} ({info.latest.version - info.consumed} behind)")
         feed = {True: "change feed on", False: "CHANGE FEED OFF", None: "change feed ?"}[info.change_feed]
         lines.append(f"    {info.name}: Delta v{info.latest.version}, {feed}{behind}")
-    if mode == "incremental" and analysis.delta is not None:
+    if mode == "incremental" and delta_upkeep(config, analysis):
         lines.extend(_delta_lines(analysis))
     elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
@@ -105,6 +105,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
     if mode == "incremental" and analysis.delta is None and analysis.delta_reason:
         lines.append(f"  no delta aggregate: the model {analysis.delta_reason}")
+    elif mode == "incremental" and not delta_upkeep(config, analysis) and analysis.delta:
+        lines.append("  delta aggregate: the model qualifies; aggregate_upkeep='delta' maintains "
+                     "it from the change rows and a sidecar instead of recomputing its groups")
     return "\n".join(lines)
 
 

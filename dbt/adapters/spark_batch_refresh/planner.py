@@ -73,6 +73,14 @@ class Plan:
         return {u: p.version for u, p in self.pinned.items()}
 
 
+def delta_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
+    """Whether the model replays by delta aggregation (aggregate_upkeep, for a model that
+    qualifies): by default only a global aggregate, whose recompute is a full scan."""
+    if analysis.delta is None or config.aggregate_upkeep == "recompute":
+        return False
+    return config.aggregate_upkeep == "delta" or not analysis.delta.keys
+
+
 def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
                 non_delta: tuple[str, ...]) -> tuple[str, Optional[str]]:
     """(mode, fallback reason): how changes will be applied when the model refreshes."""
@@ -90,6 +98,8 @@ def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
         blocker = f"upstream {', '.join(non_delta)} is not a Delta table (no change feed)"
     elif not analysis.key and analysis.rowwise:
         blocker = None  # keyless row-wise model: inserts replay as appends
+    elif analysis.delta is not None and not analysis.key and not delta_upkeep(config, analysis):
+        blocker = "the model is a global aggregate and aggregate_upkeep='recompute'"
     elif analysis.incremental_reason:
         blocker = f"the model {analysis.incremental_reason}"
     if blocker is None:
