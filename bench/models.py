@@ -7,7 +7,7 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * join_agg: fact JOIN dim, GROUP BY f.dim_id, d.category (about 10 fact rows per group).
 * aggdelta: the agg SQL, its batch_refresh model with aggregate_upkeep='delta' (old state +
             signed change rows, a sidecar of per-group state; agg recomputes affected groups);
-* global:   count, sum and max over the whole fact table (no GROUP BY: delta upkeep by default);
+* global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
             updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition).
 
@@ -70,7 +70,7 @@ _SQL["aggdelta"] = _SQL["agg"]
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "dedup": "'dim_id'"}
 # Extra configs of a shape's batch_refresh model.
-_BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'"}
+_BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (

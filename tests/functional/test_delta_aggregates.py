@@ -22,7 +22,7 @@ MODELS = {
                   "select grp, count(*) as n, sum(v) as total, avg(v) as mean, min(v) as lo, "
                   "max(v) as hi, sum(price) as price\n"
                   "from {{ source('raw', 'src') }} where v >= 0 group by grp\n",
-    "overall.sql": "{{ config(materialized='batch_refresh') }}\n"
+    "overall.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                    "select count(*) as n, sum(v) as total, max(v) as hi from {{ source('raw', 'src') }}\n",
     # A double sum is not exact by delta: its groups are recomputed, never drifted.
     "by_grp_double.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"

@@ -165,9 +165,9 @@ select customer_id, id, sum(amount) over (partition by customer_id order by id) 
        lag(amount) over (partition by customer_id order by id) as prev
 from {{ source('raw', 'orders') }}
 """, 12),
-    # Maintained by delta aggregation (aggdelta.py; a global aggregate by default, a keyed one
-    # with aggregate_upkeep='delta'): counts and sums from the signed change rows and the
-    # sidecar's state, min/max recomputed only for groups whose extreme left.
+    # Maintained by delta aggregation (aggdelta.py, aggregate_upkeep='delta'): counts and sums
+    # from the signed change rows and the sidecar's state, min/max recomputed only for groups
+    # whose extreme left.
     Shape("s_agg_delta", """
 {{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
 select customer_id, count(*) as n, count(amount) as n_amount, sum(amount) as total,
@@ -183,7 +183,7 @@ group by product_id
 having count(*) > 16
 """, 2, "aggregate"),
     Shape("s_global", """
-{{ config(materialized='batch_refresh') }}
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
 select count(*) as n, sum(amount) as total, min(amount) as lo, max(amount) as hi
 from {{ source('raw', 'orders') }}
 """, 1, "aggregate"),

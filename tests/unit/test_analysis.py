@@ -108,10 +108,11 @@ def test_explain_says_where_staging_comes_from():
     query = sa.analyze("select k, sum(v) as s from s.t group by k")
     summed = explain.render("m", BatchRefreshConfig(aggregate_upkeep="delta"), query, info, "idle")
     assert "[delta aggregate] s.t: its signed change rows grouped by k" in summed
-    # a keyed aggregate recomputes its groups unless aggregate_upkeep='delta'; a global one not
+    # without aggregate_upkeep='delta' a keyed aggregate recomputes its groups, a global one all
     assert "aggregate_upkeep='delta' maintains" in explain.render("m", BatchRefreshConfig(), query,
                                                                   info, "idle")
     overall = sa.analyze("select count(*) as n from s.t")
-    assert "[delta aggregate]" in explain.render("m", BatchRefreshConfig(), overall, info, "idle")
-    assert "aggregate_upkeep='recompute'" in explain.render(
-        "m", BatchRefreshConfig(aggregate_upkeep="recompute"), overall, info, "idle")
+    assert "[delta aggregate]" in explain.render(
+        "m", BatchRefreshConfig(aggregate_upkeep="delta"), overall, info, "idle")
+    recomputed = explain.render("m", BatchRefreshConfig(), overall, info, "idle")
+    assert "full recompute" in recomputed and "global aggregate" in recomputed

@@ -27,7 +27,7 @@ def test_defaults():
     config = parse_config("m", {})
     assert config.refresh_mode == "auto" and config.unique_key == ()
     assert config.refresh_interval_s is None and config.lease_timeout_s == 3600
-    assert config.aggregate_upkeep == "auto"
+    assert config.aggregate_upkeep == "recompute"
 
 
 def test_unique_key_forms():

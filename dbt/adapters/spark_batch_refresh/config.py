@@ -10,10 +10,11 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 
 REFRESH_MODES = ("auto", "incremental", "full")
 CHANGE_ACTIONS = ("rebuild", "fail")
-# How an aggregate that qualifies for delta upkeep (aggdelta.py) replays: `auto` keeps a keyed
-# aggregate on the affected-group recompute (cheaper up to 10M rows here: one MERGE instead of
-# two) and maintains a global aggregate by delta (its recompute is a full scan).
-AGGREGATE_UPKEEP = ("auto", "delta", "recompute")
+# How an aggregate that qualifies for delta upkeep (aggdelta.py) replays. `recompute` (the
+# default): its affected groups at the pinned versions (a global aggregate: in full); `delta`:
+# old state + signed change rows, with a sidecar. Opt-in because at 10M upstream rows on the
+# 2-core bench machine delta upkeep was the slower of the two (README, Benchmarks).
+AGGREGATE_UPKEEP = ("recompute", "delta")
 DEFAULT_MERGE_CHUNK_ROWS = 5_000_000
 DEFAULT_LEASE_TIMEOUT_S = 3600.0
 
@@ -61,7 +62,7 @@ class BatchRefreshConfig:
     lease_timeout_s: float = DEFAULT_LEASE_TIMEOUT_S
     # How long a multi-chunk run waits for another run's live lease (0: fail fast).
     lease_wait_s: float = 0.0
-    aggregate_upkeep: str = "auto"
+    aggregate_upkeep: str = "recompute"
     tblproperties: Mapping[str, str] = field(default_factory=dict)
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
@@ -150,7 +151,7 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
         merge_chunk_rows=merge_chunk_rows,
         lease_timeout_s=duration("lease_timeout", DEFAULT_LEASE_TIMEOUT_S) or DEFAULT_LEASE_TIMEOUT_S,
         lease_wait_s=duration("lease_wait", 0.0) or 0.0,
-        aggregate_upkeep=choice("aggregate_upkeep", AGGREGATE_UPKEEP, "auto"),
+        aggregate_upkeep=choice("aggregate_upkeep", AGGREGATE_UPKEEP, "recompute"),
         tblproperties={str(k): str(v) for k, v in tblproperties.items()},
     )
     if problems:

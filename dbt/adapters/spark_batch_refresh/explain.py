@@ -108,6 +108,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     elif mode == "incremental" and not delta_upkeep(config, analysis) and analysis.delta:
         lines.append("  delta aggregate: the model qualifies; aggregate_upkeep='delta' maintains "
                      "it from the change rows and a sidecar instead of recomputing its groups")
+    elif mode != "incremental" and analysis.delta is not None and not delta_upkeep(config, analysis):
+        lines.append("  delta aggregate: the model qualifies; aggregate_upkeep='delta' maintains "
+                     "it from the change rows and a sidecar")
     return "\n".join(lines)
 
 

@@ -74,11 +74,8 @@ class Plan:
 
 
 def delta_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
-    """Whether the model replays by delta aggregation (aggregate_upkeep, for a model that
-    qualifies): by default only a global aggregate, whose recompute is a full scan."""
-    if analysis.delta is None or config.aggregate_upkeep == "recompute":
-        return False
-    return config.aggregate_upkeep == "delta" or not analysis.delta.keys
+    """Whether the model replays by delta aggregation: it qualifies and opted in."""
+    return analysis.delta is not None and config.aggregate_upkeep == "delta"
 
 
 def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
@@ -99,7 +96,8 @@ def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
     elif not analysis.key and analysis.rowwise:
         blocker = None  # keyless row-wise model: inserts replay as appends
     elif analysis.delta is not None and not analysis.key and not delta_upkeep(config, analysis):
-        blocker = "the model is a global aggregate and aggregate_upkeep='recompute'"
+        blocker = ("the model is a global aggregate (no GROUP BY; aggregate_upkeep='delta' "
+                   "maintains it from the change rows instead)")
     elif analysis.incremental_reason:
         blocker = f"the model {analysis.incremental_reason}"
     if blocker is None:
