@@ -61,6 +61,7 @@ HEAVIEST_FIRST = [
     "tests/functional/test_changes.py",  # 772
     "tests/functional/test_batch_refresh.py",  # 259
     "tests/functional/test_shapes.py",  # 605
+    "tests/functional/test_delta_aggregates.py",  # 250 alone, 360 beside another suite (new)
 ]
 
 
