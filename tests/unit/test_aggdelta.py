@@ -37,7 +37,7 @@ def test_expressions_over_aggregates_and_having_are_projected_from_the_state():
 
 def test_a_global_aggregate_keeps_its_one_row():
     agg = ad.derive("select count(*) as n, sum(v) as s from raw.t", (), ["raw.t"])
-    assert agg.global_ and "WHERE" not in agg.output_sql
+    assert not agg.keys and "WHERE" not in agg.output_sql
     assert "GROUP BY" not in agg.delta_sql("p", "m")
     assert "ON true" in agg.new_state_sql("d", "o", {"_br_agg_s_0": "bigint"})
 

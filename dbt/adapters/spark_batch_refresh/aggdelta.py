@@ -24,6 +24,7 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.spark_batch_refresh import keypath as kp
+from dbt.adapters.spark_batch_refresh.sqlgen import keys_match, q
 
 DIALECT = "spark"
 SIGN = "_br_sign"
@@ -33,8 +34,8 @@ SIDECAR_SUFFIX = "__br_agg"
 RULE = "delta aggregate"
 
 # min/max over these compare as values (complex types keep the recompute).
-_ORDERABLE = ("tinyint", "smallint", "int", "bigint", "decimal", "float", "double", "string", "date", "timestamp", "timestamp_ntz",
-                           "boolean", "binary", "varchar", "char")
+_ORDERABLE = ("tinyint", "smallint", "int", "bigint", "decimal", "float", "double", "string",
+              "date", "timestamp", "timestamp_ntz", "boolean", "binary", "varchar", "char")
 
 
 class NotDelta(Exception):
@@ -57,10 +58,6 @@ class DeltaAggregate:
     aggregates: Tuple[Aggregate, ...]
     output_sql: str  # the model's projections over the state relation `_br_state`
     args: int
-
-    @property
-    def global_(self) -> bool:
-        return not self.keys
 
     # ---------------------------------------------------------------- state columns
     def state_columns(self) -> List[Tuple[str, str]]:
@@ -100,36 +97,28 @@ class DeltaAggregate:
         return None
 
     # ---------------------------------------------------------------- SQL
-    def state_sql(self, input_sql: str, where_keys: Optional[str] = None) -> str:
-        """Per-group state from input rows (a backfill; `where_keys` restricts the groups)."""
+    def state_sql(self, input_sql: str) -> str:
+        """Per-group state from input rows (a backfill, or a sidecar rebuilt)."""
         keys = _cols(self.keys)
         cols = ", ".join(f"{expr} AS {name}" for name, expr in self.state_columns())
-        where = f" WHERE {where_keys}" if where_keys else ""
         group = f" GROUP BY {keys}" if keys else ""
         lead = f"{keys}, " if keys else ""
-        return f"SELECT {lead}{cols} FROM (\n{input_sql}\n) _br_in{where}{group}"
+        return f"SELECT {lead}{cols} FROM (\n{input_sql}\n) _br_in{group}"
 
     def delta_sql(self, plus_sql: str, minus_sql: str) -> str:
         """Per-group signed deltas of the change rows (one row per touched group)."""
         cols = [f"coalesce(sum({SIGN}), 0) AS {ROWS}"]
-        done = set()
-        for agg in self.aggregates:
-            if agg.arg is None or (agg.kind, agg.arg) in done:
-                continue
-            done.add((agg.kind, agg.arg))
-            a, i = _arg(agg.arg), agg.arg
-            if agg.kind in ("count", "sum", "avg") and ("c", i) not in done:
-                done.add(("c", i))
+        # Per state column, what its update needs from the change rows (new_state_sql).
+        for name, expr in self.state_columns()[1:]:
+            a = expr[expr.index("(") + 1:-1]  # the argument column, _br_a<i>
+            kind = _kind(name)
+            if kind == "c":
                 cols.append(f"coalesce(sum(CASE WHEN {a} IS NOT NULL THEN {SIGN} ELSE 0 END), 0) "
-                            f"AS {_count(i)}")
-            if agg.kind in ("sum", "avg") and ("s", i) not in done:
-                done.add(("s", i))
-                cols.append(f"sum(CASE WHEN {SIGN} > 0 THEN {a} END) AS {_sum(i)}_plus")
-                cols.append(f"sum(CASE WHEN {SIGN} < 0 THEN {a} END) AS {_sum(i)}_minus")
-            for kind, name, fn in (("min", _lo(i), "min"), ("max", _hi(i), "max")):
-                if agg.kind == kind:
-                    cols.append(f"{fn}(CASE WHEN {SIGN} > 0 THEN {a} END) AS {name}_plus")
-                    cols.append(f"{fn}(CASE WHEN {SIGN} < 0 THEN {a} END) AS {name}_minus")
+                            f"AS {name}")
+            else:
+                fn = {"s": "sum", "lo": "min", "hi": "max"}[kind]
+                cols.append(f"{fn}(CASE WHEN {SIGN} > 0 THEN {a} END) AS {name}_plus")
+                cols.append(f"{fn}(CASE WHEN {SIGN} < 0 THEN {a} END) AS {name}_minus")
         keys = _cols(self.keys)
         lead = f"{keys}, " if keys else ""
         group = f" GROUP BY {keys}" if keys else ""
@@ -140,8 +129,8 @@ class DeltaAggregate:
     def new_state_sql(self, delta: str, old: str, types: Mapping[str, str]) -> str:
         """Old state + delta for every touched group, with a flag on the groups whose min or
         max cannot be told from the change (a deleted value reached the old extreme)."""
-        on = " AND ".join(f"_br_o.{_q(k)} <=> _br_d.{_q(k)}" for k in self.keys) or "true"
-        cols = [f"_br_d.{_q(k)}" for k in self.keys]
+        on = keys_match(self.keys, "_br_o", "_br_d")
+        cols = [f"_br_d.{q(k)}" for k in self.keys]
         cols.append(f"coalesce(_br_o.{ROWS}, 0) + _br_d.{ROWS} AS {ROWS}")
         recompute = []
         for name, _ in self.state_columns()[1:]:
@@ -174,32 +163,32 @@ class DeltaAggregate:
         if not self.keys:
             return f"SELECT {cols} FROM (\n{input_sql}\n) _br_in"
         # A semi join on null-safe equality: a NULL group key is a group like any other.
-        on = " AND ".join(f"_br_in.{_q(k)} <=> _br_r.{_q(k)}" for k in self.keys)
-        return (f"SELECT {', '.join(f'_br_in.{_q(k)}' for k in self.keys)}, {cols} FROM (\n"
-                f"{input_sql}\n) _br_in LEFT SEMI JOIN (SELECT {keys} FROM {new_state} "
-                f"WHERE {RECOMPUTE}) _br_r ON {on} GROUP BY {', '.join(f'_br_in.{_q(k)}' for k in self.keys)}")
+        on = keys_match(self.keys, "_br_in", "_br_r")
+        grouped = ", ".join(f"_br_in.{q(k)}" for k in self.keys)
+        return (f"SELECT {grouped}, {cols} FROM (\n{input_sql}\n) _br_in LEFT SEMI JOIN "
+                f"(SELECT {keys} FROM {new_state} WHERE {RECOMPUTE}) _br_r ON {on} "
+                f"GROUP BY {grouped}")
 
     def final_state_sql(self, new_state: str, extremes: Optional[str]) -> str:
         """The new state of every touched group (without the recompute flag)."""
         names = [n for n, _ in self.state_columns()]
         if extremes is None:
-            cols = ", ".join(_q(c) for c in list(self.keys) + names)
-            return f"SELECT {cols} FROM {new_state}"
-        on = " AND ".join(f"_br_s.{_q(k)} <=> _br_x.{_q(k)}" for k in self.keys) or "true"
-        picked = [f"_br_s.{_q(k)}" for k in self.keys]
+            return f"SELECT {_cols(list(self.keys) + names)} FROM {new_state}"
+        on = keys_match(self.keys, "_br_s", "_br_x")
+        recomputed = self.extremes()
+        picked = [f"_br_s.{q(k)}" for k in self.keys]
         for n in names:
             picked.append(f"CASE WHEN _br_s.{RECOMPUTE} THEN _br_x.{n} ELSE _br_s.{n} END AS {n}"
-                          if n in self.extremes() else f"_br_s.{n}")
+                          if n in recomputed else f"_br_s.{n}")
         return (f"SELECT {', '.join(picked)} FROM {new_state} _br_s "
                 f"LEFT JOIN {extremes} _br_x ON {on}")
 
     def merge_sidecar_sql(self, sidecar: str, final_state: str) -> str:
-        on = " AND ".join(f"t.{_q(k)} <=> s.{_q(k)}" for k in self.keys)
         names = [n for n, _ in self.state_columns()]
         sets = ", ".join(f"{n} = s.{n}" for n in names)
-        cols = ", ".join(_q(c) for c in list(self.keys) + names)
-        values = ", ".join(f"s.{_q(c)}" for c in list(self.keys) + names)
-        return (f"MERGE INTO {sidecar} t USING {final_state} s ON {on}\n"
+        cols = _cols(list(self.keys) + names)
+        values = ", ".join(f"s.{q(c)}" for c in list(self.keys) + names)
+        return (f"MERGE INTO {sidecar} t USING {final_state} s ON {keys_match(self.keys, 't', 's')}\n"
                 f"WHEN MATCHED AND s.{ROWS} = 0 THEN DELETE\n"
                 f"WHEN MATCHED THEN UPDATE SET {sets}\n"
                 f"WHEN NOT MATCHED AND s.{ROWS} > 0 THEN INSERT ({cols}) VALUES ({values})")
@@ -207,20 +196,15 @@ class DeltaAggregate:
     def output_over(self, state: str) -> str:
         """The model's output rows from a state relation (groups left empty drop out; a global
         aggregate always has its one row, as the from-scratch query does)."""
-        sql = self.output_sql.replace("_br_state", state)
-        return sql
+        return self.output_sql.replace("_br_state", state)
 
 
 def _base(spark_type: str) -> str:
     return spark_type.lower().split("(")[0].strip()
 
 
-def _q(name: str) -> str:
-    return f"`{name}`"
-
-
 def _cols(names: Sequence[str]) -> str:
-    return ", ".join(_q(n) for n in names)
+    return ", ".join(q(n) for n in names)
 
 
 def _arg(i: int) -> str:

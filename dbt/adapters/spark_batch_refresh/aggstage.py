@@ -20,6 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh import sqlgen
 from dbt.adapters.spark_batch_refresh.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
@@ -152,9 +153,9 @@ def _version_of(entries: List[Dict[str, Any]], plan_id: Optional[str]) -> Option
 
 def _written(agg: ad.DeltaAggregate, delta: str, sidecar: str, version: int) -> str:
     """The touched groups' state as a plan wrote it (a group it deleted has 0 rows)."""
-    on = " AND ".join(f"_br_s.`{k}` <=> _br_d.`{k}`" for k in agg.keys) or "true"
+    on = sqlgen.keys_match(agg.keys, "_br_s", "_br_d")
     names = [n for n, _ in agg.state_columns()]
-    cols = [f"_br_d.`{k}`" for k in agg.keys] + [
+    cols = [f"_br_d.{sqlgen.q(k)}" for k in agg.keys] + [
         f"coalesce(_br_s.{n}, 0) AS {n}" if n == ad.ROWS else f"_br_s.{n}" for n in names]
     return (f"SELECT {', '.join(cols)} FROM {delta} _br_d "
             f"LEFT JOIN {sidecar} VERSION AS OF {version} _br_s ON {on}")

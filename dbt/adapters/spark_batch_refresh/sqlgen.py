@@ -47,9 +47,10 @@ def affected_keys(parts: Sequence[str], unique_key: Sequence[str]) -> str:
     return f"SELECT DISTINCT {cols} FROM (\n{union}\n) _br_c"
 
 
-def _keys_match(unique_key: Sequence[str], left: str, right: str) -> str:
-    """Null-safe equality of the key columns of two aliases."""
-    return " AND ".join(f"{left}.{q(k)} <=> {right}.{q(k)}" for k in unique_key)
+def keys_match(unique_key: Sequence[str], left: str, right: str) -> str:
+    """Null-safe equality of the key columns of two aliases (`true` without a key: a global
+    aggregate's one row meets the other's)."""
+    return " AND ".join(f"{left}.{q(k)} <=> {right}.{q(k)}" for k in unique_key) or "true"
 
 
 def _keys_out(unique_key: Sequence[str], alias: str) -> str:
@@ -72,7 +73,7 @@ def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[st
         f"  WHERE {tuple_cols} IN (SELECT {cols} FROM _br_affected)\n)\n"
         f"SELECT _br_r.*, {_keys_out(unique_key, '_br_a')}\n"
         f"FROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON "
-        f"{_keys_match(unique_key, '_br_a', '_br_r')}"
+        f"{keys_match(unique_key, '_br_a', '_br_r')}"
     )
 
 
@@ -104,8 +105,8 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
         f"  LATERAL VIEW explode(sequence(1L, _br_n)) _br_x AS _br_i\n)\n"
         f"SELECT _br_r.*, _br_o.{HAD_OLD}, {_keys_out(unique_key, '_br_a')}\n"
         f"FROM _br_affected _br_a\n"
-        f"LEFT JOIN _br_rows _br_r ON {_keys_match(unique_key, '_br_a', '_br_r')}\n"
-        f"LEFT JOIN _br_old _br_o ON {_keys_match(unique_key, '_br_a', '_br_o')}"
+        f"LEFT JOIN _br_rows _br_r ON {keys_match(unique_key, '_br_a', '_br_r')}\n"
+        f"LEFT JOIN _br_old _br_o ON {keys_match(unique_key, '_br_a', '_br_o')}"
     )
 
 
