@@ -5,6 +5,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * rowwise:  filter + projection, key `id`;
 * agg:      GROUP BY k (about 100 fact rows per group);
 * join_agg: fact JOIN dim, GROUP BY f.dim_id, d.category (about 10 fact rows per group).
+* join:     fact JOIN dim, row-wise (key `id`): replayed by delta join (the fact's change rows
+            joined to dim at its pinned version; the fact table is not scanned);
 * aggdelta: the agg SQL, its batch_refresh model with aggregate_upkeep='delta' (old state +
             signed change rows, a sidecar of per-group state; agg recomputes affected groups);
 * global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
@@ -29,7 +31,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
-SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "dedup")
+SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join", "dedup")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -56,6 +58,10 @@ _SQL = {
         "{inc}"
         "group by f.dim_id, d.category\n"
     ),
+    "join": (
+        "select f.id, f.dim_id, f.v, d.category, f.updated_at\n"
+        "from {fact} f join {dim} d on f.dim_id = d.id{inc}\n"
+    ),
     "dedup": (
         "select dim_id, id, v, updated_at\n"
         "from (select id, dim_id, v, updated_at,\n"
@@ -68,7 +74,7 @@ _SQL = {
 _SQL["aggdelta"] = _SQL["agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
-         "join_agg": "['dim_id', 'category']", "dedup": "'dim_id'"}
+         "join_agg": "['dim_id', 'category']", "join": "'id'", "dedup": "'dim_id'"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'"}
 
@@ -89,6 +95,10 @@ _INC = {
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
         "                   where updated_at > (select max(max_updated_at) from {{ this }}))\n"
         "{% endif %}\n"
+    ),
+    "join": (
+        "\n{% if is_incremental() %}\n"
+        "where f.updated_at > (select max(updated_at) from {{ this }})\n{% endif %}"
     ),
     "dedup": (
         "\n{% if is_incremental() %}\n"

@@ -29,6 +29,18 @@ WITH_MAP = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select id, map('v', v) as m from {{ source('raw', 'src') }}
 """
+# Delta joins (deltajoin.py): the inner join replays from the change rows of whichever side
+# moved; the left join only while its NULL-supplying side (dim) stands still.
+INNER_JOIN = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select s.id, s.v, d.label from {{ source('raw', 'src') }} s join {{ source('raw', 'dim') }} d
+  on s.grp = d.id where s.v >= 0
+"""
+LEFT_JOIN = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select s.id, s.grp, d.label from {{ source('raw', 'src') }} s
+left join {{ source('raw', 'dim') }} d on s.grp = d.id
+"""
 
 
 def by_model(results):
@@ -38,7 +50,8 @@ def by_model(results):
 class TestChangesOnlyReplay:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"sources.yml": sources_yml("src"), "rw.sql": ROWWISE, "with_map.sql": WITH_MAP}
+        return {"sources.yml": sources_yml("src", "dim"), "rw.sql": ROWWISE,
+                "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN}
 
     def test_netting_and_duplicate_guard(self, project):
         src = f"{project.test_schema}.src"
@@ -46,6 +59,10 @@ class TestChangesOnlyReplay:
                         f"tblproperties (delta.enableChangeDataFeed = true)")
         project.run_sql(f"insert into {src} select cast(id as int), cast(id % 3 as int), "
                         f"cast(id as int) from range(20)")
+        dim = f"{project.test_schema}.dim"
+        project.run_sql(f"create table {dim} (id int, label string) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {dim} values (0, 'zero'), (1, 'one'), (2, 'two')")
         run_ok(["run"])
 
         # several upstream commits before the next run
@@ -66,6 +83,21 @@ class TestChangesOnlyReplay:
         assert (rw["rows_inserted"], rw["rows_updated"], rw["rows_deleted"]) == (1, 3, 2), rw
         assert responses["with_map"]["staged_from"] == "snapshot"
         assert_contract(project, "rw")
+        for joined in ("ij", "lj"):
+            assert responses[joined]["staged_from"] == "join", responses[joined]
+            assert_contract(project, joined)
+        # both sides move: a row gains a partner, a partner changes, one loses its only match
+        project.run_sql(f"update {src} set grp = 9 where id = 10")
+        project.run_sql(f"insert into {dim} values (9, 'nine')")
+        project.run_sql(f"update {dim} set label = 'uno' where id = 1")
+        project.run_sql(f"delete from {dim} where id = 2")
+        responses = by_model(run_ok(["run"]))
+        assert responses["ij"]["staged_from"] == "join", responses["ij"]
+        # dim is on the NULL-supplying side of the left join: its affected keys are recomputed
+        assert responses["lj"]["staged_from"] == "snapshot", responses["lj"]
+        for joined in ("ij", "lj"):
+            assert responses[joined]["action"] == "replay", responses[joined]
+            assert_contract(project, joined)
         # (EXCEPT ALL, which assert_contract uses, does not take maps)
         as_text = "select id, to_json(m) as m from {} order by id"
         assert (rows(project, as_text.format(f"{project.test_schema}.with_map"))

@@ -39,7 +39,8 @@ class Shape:
     name: str
     sql: str
     fanout: int  # most output keys one changed upstream row can affect in this data
-    staged_from: str = ""  # how its replays must stage ("aggregate": delta upkeep); "" any
+    # how its replays must stage ("aggregate": delta upkeep, "join": delta join); "" any
+    staged_from: str = ""
 
 
 SHAPES = [
@@ -55,11 +56,13 @@ with live as (select * from {{ source('raw', 'orders') }} where status <> 'cance
      big as (select id, customer_id, case when amount > 50 then 'big' else 'small' end as size from priced)
 select id, customer_id, size from big
 """, 1),
+    # Delta join (deltajoin.py): the model over each moved side's change rows, the other
+    # side pinned, netted by key.
     Shape("s_join_inner", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select o.id, o.amount, c.region, c.name
 from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
-""", 12),
+""", 12, "join"),
     Shape("s_join_left", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select o.id, o.status, c.region, p.category
@@ -99,7 +102,7 @@ select concat('o', id) as uid, amount, 'order' as kind from {{ source('raw', 'or
 union all
 select concat('p', id) as uid, amount, 'payment' as kind from {{ source('raw', 'payments') }}
 where method <> 'void'
-""", 1),
+""", 1, "join"),
     Shape("s_nested_from", """
 {{ config(materialized='batch_refresh', unique_key='region') }}
 select region, orders, total from (
@@ -156,6 +159,14 @@ select customer_id, id as order_id, amount
 from (select *, row_number() over (partition by customer_id order by amount desc, id desc) as rn
       from {{ source('raw', 'orders') }} where status <> 'cancelled') d
 where rn = 1
+""", 2),
+    # The same dedup written with QUALIFY (Spark 4.2 accepts it; sqlglot reads it as the
+    # filtered subquery above).
+    Shape("s_qualify_latest", """
+{{ config(materialized='batch_refresh', unique_key='product_id') }}
+select product_id, id as order_id, amount
+from {{ source('raw', 'orders') }}
+qualify row_number() over (partition by product_id order by amount desc nulls last, id desc) = 1
 """, 2),
     # A running total and the previous order per customer, keyed by order: every row of a
     # touched partition is read whole, at the old and the new versions.
@@ -393,7 +404,10 @@ class TestShapeCatalogue:
                 ["run-operation", "batch_refresh_explain", "--args", "{model: s_dedup_latest}"])
             assert "[partition recompute] " in explained and "PARTITION BY customer_id" in explained
         for model, rule in (("s_agg_delta", "[delta aggregate] "), ("s_global", "[delta aggregate] "),
-                            ("s_join_three_agg", "[affected-key recompute] ")):
+                            ("s_join_three_agg", "[affected-key recompute] "),
+                            ("s_join_inner", "[delta join] "),
+                            ("s_join_left", "[affected-key recompute, as it is on a NULL-supplying"),
+                            ("s_qualify_latest", "[partition recompute] ")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_batch_refresh import aggdelta as ad
+from dbt.adapters.spark_batch_refresh import deltajoin as dj
 from dbt.adapters.spark_batch_refresh import keypath as kp
 
 DIALECT = "spark"
@@ -57,6 +58,10 @@ class Analysis:
     # model does not aggregate at all).
     delta: Optional[ad.DeltaAggregate] = None
     delta_reason: Optional[str] = None
+    # Replayed as a sum of one-upstream-changed terms (deltajoin.py), or why not (None when it
+    # is, or when the model reads one upstream).
+    delta_join: Optional[dj.DeltaJoin] = None
+    delta_join_reason: Optional[str] = None
 
     @property
     def rowwise(self) -> bool:
@@ -169,11 +174,15 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
         delta, delta_reason = _delta_aggregate(sql, key, upstreams)
         if delta is not None:
             reason = None  # a global aggregate (no key) too: its one row is kept by delta
+    joined, joined_reason = None, None
+    if blocker and len(upstreams) > 1 and reason is None:
+        joined, joined_reason = dj.derive(tree)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
-                    delta_reason=delta_reason)
+                    delta_reason=delta_reason, delta_join=joined,
+                    delta_join_reason=joined_reason)
 
 
 def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[
@@ -339,7 +348,7 @@ def groupable_type(spark_type: str) -> bool:
     return not any(part in text for part in _UNGROUPABLE)
 
 
-def _change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...]) -> str:
+def change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...]) -> str:
     types = ", ".join(f"'{t}'" for t in change_types)
     return (
         f"SELECT * FROM table_changes('{upstream}', {start}, {end}) "
@@ -365,7 +374,7 @@ def over_changes(
         name = table_name(table)
         if name == upstream:
             alias = table.alias or table.name
-            change_sql = _change_rows_sql(upstream, start, end, change_types)
+            change_sql = change_rows_sql(upstream, start, end, change_types)
             replacement = exp.Subquery(
                 this=sqlglot.parse_one(change_sql, read=DIALECT),
                 alias=exp.TableAlias(this=exp.to_identifier(alias)),

@@ -10,6 +10,7 @@ from sqlglot.lineage import lineage
 
 from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint, choose_mode, delta_upkeep
@@ -87,13 +88,30 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.extend(_delta_lines(analysis))
     elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
+        joined = analysis.delta_join
         for path in analysis.key_paths:
             rule = "row-wise" if analysis.rowwise else path.rule
+            if joined is not None and path.occurrence.upstream not in joined.fixed:
+                lines.append(f"    - [{dj.RULE}] {path.occurrence.upstream} (as "
+                             f"{path.occurrence.alias}): its signed change rows through the "
+                             "model, every other upstream read at a pinned version")
+                continue
+            if joined is not None:
+                rule += ", as it is on a NULL-supplying side"
             lines.append(f"    - [{rule}] {path.describe()}")
         if analysis.rowwise:
             lines.append("  staging:    the model over the change rows alone, netted (row-wise: "
                          "the upstream table is not scanned; map or variant output columns "
                          "fall back to the recompute)")
+        elif joined is not None:
+            lines.append(
+                "  staging:    delta join: the sum over the moved upstreams of the model with "
+                "that upstream replaced by its change rows (those before it in name order at "
+                "their new version, those after it at their old), netted by key; its row-wise "
+                "parts read no upstream in full"
+                + (f". A run in which {', '.join(sorted(joined.fixed))} moved recomputes its "
+                   "affected keys instead (not linear in a NULL-supplying side)"
+                   if joined.fixed else ""))
         else:
             sources = key_sources(analysis.normalized_sql, analysis.key)
             reached = sorted({s for cols in sources.values() for s in cols})
@@ -103,6 +121,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                              else ""))
     elif analysis.incremental_reason and mode != "incremental":
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
+    if mode == "incremental" and analysis.delta_join is None and analysis.delta_join_reason:
+        lines.append(f"  no delta join: the model {analysis.delta_join_reason}")
     if mode == "incremental" and analysis.delta is None and analysis.delta_reason:
         lines.append(f"  no delta aggregate: the model {analysis.delta_reason}")
     elif mode == "incremental" and not delta_upkeep(config, analysis) and analysis.delta:

@@ -58,7 +58,7 @@ class BatchRefreshResponse(AdapterResponse):
     rows_deleted: int = 0
     staged_rows: int = 0
     chunks: int = 0
-    staged_from: str = ""  # keyed replay: "changes" (change feed alone) or "snapshot"
+    staged_from: str = ""  # keyed replay: "changes", "join", "aggregate" or "snapshot"
     next_due: str = ""
     run_id: str = ""
     statements: int = 0  # SQL statements the refresh issued

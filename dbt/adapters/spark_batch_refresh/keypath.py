@@ -121,12 +121,12 @@ def _replace_refs(scope: exp.Expression, bodies: Mapping[str, exp.Expression]) -
 def occurrences(tree: exp.Expression) -> List[Occurrence]:
     """Physical scans in a stable order (the order survives `copy()`)."""
     found = []
-    for table in _scans(tree):
+    for table in scans(tree):
         found.append(Occurrence(len(found), table_name(table), table.alias_or_name))
     return found
 
 
-def _scans(tree: exp.Expression) -> List[exp.Table]:
+def scans(tree: exp.Expression) -> List[exp.Table]:
     return [t for t in tree.find_all(exp.Table) if t.name and isinstance(t.this, exp.Identifier)]
 
 
@@ -165,17 +165,17 @@ def _affected_keys(
     partitions_at: Optional[int],
 ) -> Tuple[exp.Expression, KeyPath]:
     tree = tree.copy()
-    scans = _scans(tree)
-    target = scans[occurrence]
+    found = scans(tree)
+    target = found[occurrence]
     occ = Occurrence(occurrence, table_name(target), target.alias_or_name)
-    for i, scan in enumerate(scans):
+    for i, scan in enumerate(found):
         version = (pins or {}).get(table_name(scan))
         if i != occurrence and version is not None and not scan.args.get("version"):
             pin(scan, version)
     whole: Optional[exp.Expression] = None
     if partitions_at is not None:
         whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
-        pin(_scans(whole)[occurrence], partitions_at)
+        pin(scans(whole)[occurrence], partitions_at)
     replacement = exp.Subquery(this=change_source.copy(),
                                alias=exp.TableAlias(this=exp.to_identifier(occ.alias)))
     target.replace(replacement)
@@ -192,7 +192,7 @@ def _affected_keys(
     query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=DIALECT)
     query.args["from_"].set("this", exp.Subquery(
         this=root, alias=exp.TableAlias(this=exp.to_identifier("_br_ak"))))
-    joined = tuple(sorted({table_name(t) for t in _scans(tree) if not _in_empty_branch(t)}
+    joined = tuple(sorted({table_name(t) for t in scans(tree) if not _in_empty_branch(t)}
                           - {occ.upstream}))
     return query, KeyPath(occ, joined, tuple(walk.notes), walk.rule, whole is not None)
 
@@ -425,7 +425,7 @@ class _Walk:
 
     # -------------------------------------------------------------- UNION
     def _union(self, union: exp.Union, child: exp.Expression) -> None:
-        _empty(union.expression if child is union.this else union.this)
+        empty(union.expression if child is union.this else union.this)
         self.notes.append("other UNION branches contribute no change")
         if self.partial and child is not union.this:
             first, mine = _first_leaf(union), _first_leaf(child)
@@ -501,16 +501,16 @@ def _nearest_query(node: exp.Expression) -> Optional[exp.Expression]:
     return node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
 
 
-def _empty(branch: exp.Expression) -> None:
+def empty(branch: exp.Expression) -> None:
     """Make a set-operation branch return no rows (Spark prunes `WHERE false` statically)."""
     if isinstance(branch, exp.Select):
         branch.where("false", copy=False)
         branch.meta[_EMPTIED] = True
     elif isinstance(branch, exp.Subquery):
-        _empty(branch.this)
+        empty(branch.this)
     elif isinstance(branch, exp.Union):
-        _empty(branch.this)
-        _empty(branch.expression)
+        empty(branch.this)
+        empty(branch.expression)
 
 
 def _conjuncts(predicate: exp.Expression) -> List[exp.Expression]:
@@ -566,6 +566,6 @@ def change_source(upstream: str, start: int, end: int,
 
 def star_on_path(tree: exp.Expression, occurrence: int) -> bool:
     """A `*` could carry the change feed's own columns to a set operation or the output."""
-    scan = _scans(tree)[occurrence]
+    scan = scans(tree)[occurrence]
     return any(isinstance(n, exp.Select) and any(p.is_star for p in n.expressions)
                for n in _ancestors(scan))

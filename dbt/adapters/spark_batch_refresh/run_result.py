@@ -47,7 +47,9 @@ class RefreshResult:
     duration_s: float = 0.0
     chunks: int = 0
     # What a keyed replay recomputed its rows from: "changes" (the change feed alone, row-wise
-    # models) or "snapshot" (the model at the pinned versions, restricted to affected keys).
+    # models), "join" (delta join: each moved upstream's change rows, the others pinned),
+    # "aggregate" (delta aggregate) or "snapshot" (the model at the pinned versions, restricted
+    # to affected keys).
     staged_from: Optional[str] = None
     statements: int = 0  # SQL statements this refresh issued
     writes: int = 0  # of which Delta writes (each one commit)

@@ -9,7 +9,7 @@ only a merge of several chunks persists it as a Delta table (see apply.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh import sqlgen
@@ -20,6 +20,9 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.planner import BACKFILL, REPLAY, Plan
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
+
+# Stagings netted from signed change rows (sqlgen.staging_from_changes).
+FROM_CHANGES = ("changes", "join")
 
 # Key types whose min/max render as literals the MERGE can prune target files by.
 _RANGE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date")
@@ -35,7 +38,9 @@ class Staged:
     tombstones: int = 0
     # Literal bounds of a single-column key over the staged rows, for file pruning.
     key_range: Optional[tuple[str, str]] = None
-    staged_from: Optional[str] = None  # "changes" | "aggregate" | "snapshot" for a replay
+    # For a replay: "changes" (row-wise), "join" (delta join), "aggregate" (delta aggregate)
+    # or "snapshot" (affected keys recomputed at the pinned versions).
+    staged_from: Optional[str] = None
     extra_views: List[str] = field(default_factory=list)
     # A global aggregate's replay: its one row replaces the target's (no key to merge by).
     overwrite: bool = False
@@ -55,7 +60,7 @@ class Stager:
         pinned = plan.versions_to()
         model_sql = sa.pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
         extra: List[str] = []
-        staged_from = None
+        staged_from: Optional[str] = None
         delta = analysis.delta if agg_run is not None else None
         types: Mapping[str, str] = {}
         if delta is not None:
@@ -65,8 +70,8 @@ class Stager:
         if plan.action == REPLAY:
             ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
                       if p.version > plan.consumed[u].version}
-            select = self._changes_only(sql, analysis, config, ranges, model_columns)
-            staged_from = "snapshot" if select is None else "changes"
+            select, staged_from = self._changes_only(sql, analysis, config, plan, ranges,
+                                                     model_columns)
             if select is None and delta is not None and agg_run is not None:
                 upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
                 if upkept is not None:
@@ -95,7 +100,8 @@ class Stager:
         fail_point("during_staging")
         # Computed once into the session's cache (memory and disk), not a Delta commit.
         self._run(f"CACHE TABLE {view} AS\n{select}")
-        columns = sqlgen.staging_columns(model_columns, config.unique_key, staged_from == "changes")
+        columns = sqlgen.staging_columns(model_columns, config.unique_key,
+                                         staged_from in FROM_CHANGES)
         staged = Staged(view, columns, staged_from=staged_from, extra_views=extra,
                         overwrite=plan.action == REPLAY and not config.unique_key)
         if config.unique_key:
@@ -106,22 +112,33 @@ class Stager:
         return staged
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
-                      ranges: Mapping[str, tuple[int, int]], columns: Columns) -> Optional[str]:
-        """A row-wise model's staging from its upstream's change feed alone, when possible.
+                      plan: Plan, ranges: Mapping[str, tuple[int, int]],
+                      columns: Columns) -> Tuple[Optional[str], str]:
+        """The model's staging from its upstreams' change feeds alone, when possible, and
+        what it was staged from ("changes", "join"; "snapshot" when it was not possible).
 
-        The general replay recomputes the affected keys from the upstream at the pinned version,
-        a scan that grows with the table. A row-wise model does not need it: its new rows are
-        the model over the change rows, netted (sqlgen.staging_from_changes). Output columns
-        Spark cannot group by (maps, variants) keep the general path.
+        The general replay recomputes the affected keys from the upstreams at the pinned
+        versions, a scan that grows with the tables. A row-wise model does not need it: its new
+        rows are the model over the change rows, netted (sqlgen.staging_from_changes). Nor does
+        a delta join (deltajoin.py): the model over each moved upstream's change rows, the
+        others pinned, netted the same way. Output columns Spark cannot group by (maps,
+        variants) keep the general path.
         """
-        if not analysis.rowwise or len(ranges) != 1:
-            return None
         if not columns or any(not sa.groupable_type(t) for _, t in columns):
-            return None
-        (upstream, (start, end)), = ranges.items()
-        plus = sa.over_changes(sql, upstream, start, end, sa.PLUS_CHANGES)
-        minus = sa.over_changes(sql, upstream, start, end, sa.MINUS_CHANGES)
-        return sqlgen.staging_from_changes(plus, minus, [c for c, _ in columns], config.unique_key)
+            return None, "snapshot"
+        names = [c for c, _ in columns]
+        if analysis.rowwise and len(ranges) == 1:
+            (upstream, (start, end)), = ranges.items()
+            plus = sa.over_changes(sql, upstream, start, end, sa.PLUS_CHANGES)
+            minus = sa.over_changes(sql, upstream, start, end, sa.MINUS_CHANGES)
+            return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "changes"
+        joined = analysis.delta_join
+        if joined is None or not config.unique_key or joined.blocker(ranges) is not None:
+            return None, "snapshot"
+        plus, minus = joined.terms(
+            sql, lambda u, types: sa.change_rows_sql(u, *ranges[u], types), ranges,
+            plan.versions_to(), plan.versions_from())
+        return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
                     model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:
