@@ -9,6 +9,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
             joined to dim at its pinned version; the fact table is not scanned);
 * aggdelta: the agg SQL, its batch_refresh model with aggregate_upkeep='delta' (old state +
             signed change rows, a sidecar of per-group state; agg recomputes affected groups);
+* join_aggdelta: the join_agg SQL with aggregate_upkeep='delta' (a delta aggregate over the
+            delta join of fact and dim);
 * global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
             updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition).
@@ -31,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
-SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join", "dedup")
+SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -72,11 +74,14 @@ _SQL = {
 }
 
 _SQL["aggdelta"] = _SQL["agg"]
+_SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
-         "join_agg": "['dim_id', 'category']", "join": "'id'", "dedup": "'dim_id'"}
+         "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
+         "join": "'id'", "dedup": "'dim_id'"}
 # Extra configs of a shape's batch_refresh model.
-_BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'"}
+_BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
+              "join_aggdelta": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (
@@ -109,6 +114,7 @@ _INC = {
 }
 
 _INC["aggdelta"] = _INC["agg"]
+_INC["join_aggdelta"] = _INC["join_agg"]
 
 FACT_REF = "{{ source('raw', 'fact') }}"
 DIM_REF = "{{ source('raw', 'dim') }}"

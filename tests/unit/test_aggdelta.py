@@ -45,7 +45,10 @@ def test_a_global_aggregate_keeps_its_one_row():
 @pytest.mark.parametrize("sql,reason", [
     ("select k, count(distinct v) as d from raw.t group by k", "not invertible"),
     ("select k, collect_list(v) as l from raw.t group by k", "maintained by delta"),
-    ("select a.k, count(*) as n from raw.t a join raw.t b on a.k = b.k group by a.k", "join"),
+    ("select a.k, count(*) as n from raw.t a join raw.t b on a.k = b.k group by a.k",
+     "join that reads raw.t more than once"),
+    ("select a.k, count(*) as n from raw.t a left join raw.u b on a.k = b.k group by a.k",
+     "outer"),
     ("select k, count(*) as n from raw.t group by k, v", "not a unique_key column"),
     ("select k, count(*) over () as n from raw.t group by k", "window"),
 ])
@@ -82,3 +85,19 @@ def test_the_upkeep_sql_parses_as_spark_sql():
     # the new extreme is decided by the change unless a deleted value reaches the old one
     assert ">= greatest(_br_o._br_agg_hi_1, _br_d._br_agg_hi_1_plus)" in agg.new_state_sql(
         "d", "o", types)
+
+
+def test_an_aggregate_over_inner_joins_takes_its_change_rows_from_the_delta_join():
+    sql = ("select c.region, count(*) as n, sum(o.amount) as total from raw.o o "
+           "join raw.c c on o.cid = c.id group by c.region")
+    agg = ad.derive(sql, ("region",), ["raw.c", "raw.o"])
+    assert agg.join is not None and agg.join.upstreams == ("raw.c", "raw.o")
+    assert "JOIN raw.c" in agg.input_sql and "GROUP BY" not in agg.input_sql
+    plus, minus = agg.join.terms(
+        agg.input_sql, lambda u, t: f"SELECT * FROM table_changes('{u}', 2, 3)",
+        ["raw.o", "raw.c"], {"raw.o": 3, "raw.c": 3}, {"raw.o": 1, "raw.c": 1})
+    # one term per moved upstream, the other one pinned
+    assert plus.count("UNION ALL") == 1 and "raw.o VERSION AS OF 1" in plus
+    assert "raw.c VERSION AS OF 3" in plus
+    analysis = sa.analyze(sql)
+    assert analysis.delta is not None and analysis.delta.join is not None

@@ -1,8 +1,9 @@
 """Delta-maintained aggregates: which models qualify, and the SQL of their upkeep (pure).
 
-A model that is one GROUP BY (or a global aggregate) over a row-wise input from one upstream,
-whose aggregates are all count, sum, avg, min or max, is kept up to date from its upstream's
-change rows alone: the change rows, signed (+1 insert/post-image, -1 delete/pre-image), give
+A model that is one GROUP BY (or a global aggregate) over a row-wise input from one upstream, or
+over inner joins of several (their signed change rows from the input's delta join,
+deltajoin.py), whose aggregates are all count, sum, avg, min or max, is kept up to date from
+the change rows alone: the change rows, signed (+1 insert/post-image, -1 delete/pre-image), give
 per-group deltas; added to the per-group state of the previous refresh they give the new state,
 and the model's output rows are a projection of that state. The state lives in a sidecar Delta
 table next to the state table (row count per group, and per aggregated argument its non-NULL
@@ -23,6 +24,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import sqlglot
 from sqlglot import exp
 
+from dbt.adapters.spark_batch_refresh import deltajoin as dj
 from dbt.adapters.spark_batch_refresh import keypath as kp
 from dbt.adapters.spark_batch_refresh.sqlgen import keys_match, q
 
@@ -52,12 +54,15 @@ class Aggregate:
 class DeltaAggregate:
     """How one model is maintained: its input rows, its state columns, its output."""
 
-    upstream: str
+    upstreams: Tuple[str, ...]
     keys: Tuple[str, ...]  # output key columns = the group keys (empty: a global aggregate)
     input_sql: str  # SELECT <group keys>, <argument>s AS _br_a<i> FROM ... WHERE ...
     aggregates: Tuple[Aggregate, ...]
     output_sql: str  # the model's projections over the state relation `_br_state`
     args: int
+    # An input that joins several upstreams: its signed change rows come from the delta join
+    # of the input (deltajoin.py), one term per moved upstream.
+    join: Optional[dj.DeltaJoin] = None
 
     # ---------------------------------------------------------------- state columns
     def state_columns(self) -> List[Tuple[str, str]]:
@@ -246,9 +251,7 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
     tree = kp.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
     if not isinstance(tree, exp.Select):
         raise NotDelta("is not a single SELECT")
-    if len(upstreams) != 1:
-        raise NotDelta(f"reads {len(upstreams)} upstreams (delta aggregates read one)")
-    for arg, what in (("distinct", "DISTINCT"), ("joins", "a join"), ("qualify", "QUALIFY"),
+    for arg, what in (("distinct", "DISTINCT"), ("qualify", "QUALIFY"),
                       ("limit", "LIMIT"), ("order", "ORDER BY"), ("windows", "a WINDOW clause")):
         if tree.args.get(arg):
             raise NotDelta(f"has {what} in its aggregating SELECT")
@@ -308,11 +311,21 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
     if inner.find(exp.Subquery) and any(not isinstance(s.parent, (exp.From,))
                                         for s in inner.find_all(exp.Subquery)):
         raise NotDelta("has a subquery in an expression")
-    if any(inner.find(t) for t in (exp.Exists, exp.Union, exp.Join, exp.AggFunc, exp.Window)):
-        raise NotDelta("reads its input through a join, set operation or nested aggregate")
+    if any(inner.find(t) for t in (exp.Exists, exp.Union, exp.AggFunc, exp.Window)):
+        raise NotDelta("reads its input through a set operation or nested aggregate")
     if any(isinstance(s, exp.Select) and s is not inner and (s.args.get("group") or s.args.get("distinct"))
            for s in inner.find_all(exp.Select)):
         raise NotDelta("aggregates in a subquery below its GROUP BY")
+    joined = None
+    if len(upstreams) > 1 or inner.find(exp.Join):
+        # The input's change rows come from its delta join: it must be linear in every input
+        # whichever moves (a NULL-supplying side would need the matched/unmatched transitions).
+        joined, why = dj.derive(inner)
+        if joined is None:
+            raise NotDelta(f"reads its input through a join that {why}")
+        if joined.fixed:
+            raise NotDelta("reads its input through an outer (or semi/anti) join; delta "
+                           "aggregates take inner joins")
     # The output: each projection (and HAVING) over the state relation.
     output = exp.select(*[_over_state(p, key_exprs, by_node) for p in tree.expressions])
     output = output.from_("_br_state")
@@ -323,8 +336,8 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
                           .sql(dialect=DIALECT))
     if conditions:
         output = output.where(" AND ".join(f"({c})" for c in conditions), dialect=DIALECT)
-    return DeltaAggregate(upstreams[0], keys, inner.sql(dialect=DIALECT), tuple(aggs),
-                          output.sql(dialect=DIALECT), len(args))
+    return DeltaAggregate(tuple(upstreams), keys, inner.sql(dialect=DIALECT), tuple(aggs),
+                          output.sql(dialect=DIALECT), len(args), joined)
 
 
 def _owner(node: exp.Expression) -> Optional[exp.Expression]:

@@ -77,9 +77,7 @@ class SidecarUpkeep:
         entries = self._history(ctx.sidecar)
         if entries is None:
             return None
-        (upstream, (start, end)), = ranges.items()
-        plus = sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES)
-        minus = sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES)
+        plus, minus = _signed_input(agg, ranges, pinned)
         delta = f"{view}_delta"
         mine = _version_of(entries, ctx.plan_id)
         base = _version_of(entries, ctx.previous_plan) if ctx.previous_plan else None
@@ -129,6 +127,19 @@ class SidecarUpkeep:
             if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text or "not a Delta" in text:
                 return None
             raise
+
+
+def _signed_input(agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
+                  pinned: Mapping[str, int]) -> Tuple[str, str]:
+    """The aggregate's input over the change rows: what it gains (plus) and loses (minus)."""
+    if agg.join is None:
+        (upstream, (start, end)), = ranges.items()
+        return (sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES),
+                sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES))
+    old = {**pinned, **{u: start - 1 for u, (start, _) in ranges.items()}}
+    return agg.join.terms(agg.input_sql,
+                          lambda u, types: sa.change_rows_sql(u, *ranges[u], types),
+                          ranges, pinned, old)
 
 
 def _metadata(ctx: AggRun) -> str:

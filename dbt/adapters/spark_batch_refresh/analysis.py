@@ -188,10 +188,13 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
 def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[
         Optional[ad.DeltaAggregate], Optional[str]]:
     """The model's delta upkeep when its aggregate reads rows of one upstream, each from one
-    upstream row (the input must be row-wise, as a row-wise model's staging is)."""
+    upstream row (the input must be row-wise, as a row-wise model's staging is), or an inner
+    join of several (aggdelta checks that its input is a delta join)."""
     delta, why = ad.maybe_derive(sql, key, upstreams)
     if delta is None:
         return None, why
+    if delta.join is not None:
+        return delta, None
     inner = _parse(delta.input_sql)
     blocker = _rowwise_blocker(inner, _physical_tables(inner))
     if blocker:

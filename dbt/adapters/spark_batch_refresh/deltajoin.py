@@ -118,11 +118,11 @@ def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
         return None, str(exc)
     scans = kp.occurrences(inlined)
     names = [o.upstream for o in scans]
-    if len(set(names)) < 2:
-        return None, "reads fewer than two upstreams"
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         return None, f"reads {', '.join(repeated)} more than once (self-join or repeated scan)"
+    if len(names) < 2:
+        return None, "reads fewer than two upstreams"
     for node_type, reason in _NONLINEAR:
         if inlined.find(node_type) is not None:
             return None, reason

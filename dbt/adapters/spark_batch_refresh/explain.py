@@ -141,12 +141,17 @@ def _delta_lines(analysis: sa.Analysis) -> List[str]:
     groups = (f"grouped by {', '.join(delta.keys)}" if delta.keys
               else "summed into its one row (a global aggregate)")
     extremes = any(a.kind in ("min", "max") for a in delta.aggregates)
+    source = (f"{delta.upstreams[0]}: its signed change rows" if delta.join is None else
+              f"{', '.join(delta.upstreams)}: the signed change rows of their inner join "
+              f"([{dj.RULE}]: each moved upstream's change rows, the others pinned)")
     return [
         "  key paths (how a changed upstream row reaches the output keys):",
-        f"    - [{ad.RULE}] {delta.upstream}: its signed change rows {groups}, "
+        f"    - [{ad.RULE}] {source} {groups}, "
         f"added to the state of the last refresh ({', '.join(kinds)})",
         "  staging:    per-group state in a sidecar Delta table next to the state table "
-        "(written before the target); the upstream is not scanned"
+        "(written before the target); "
+        + ("the upstream is not scanned" if delta.join is None else
+           "a moved upstream is not scanned, its join partners are (pinned)")
         + ("; min/max read it only for groups whose old extreme was deleted" if extremes else "")
         + ". A float or double sum or average recomputes its affected groups instead (exact, "
         "no drift).",
