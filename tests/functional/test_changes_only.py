@@ -30,10 +30,11 @@ WITH_MAP = """
 select id, map('v', v) as m from {{ source('raw', 'src') }}
 """
 # Delta joins (deltajoin.py): the inner join replays from the change rows of whichever side
-# moved; the left join only while its NULL-supplying side (dim) stands still.
+# moved (its `s.*` must not carry the change feed's own columns into one term and not the
+# other); the left join only while its NULL-supplying side (dim) stands still.
 INNER_JOIN = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
-select s.id, s.v, d.label from {{ source('raw', 'src') }} s join {{ source('raw', 'dim') }} d
+select s.*, d.label from {{ source('raw', 'src') }} s join {{ source('raw', 'dim') }} d
   on s.grp = d.id where s.v >= 0
 """
 LEFT_JOIN = """

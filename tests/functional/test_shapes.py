@@ -408,7 +408,8 @@ class TestShapeCatalogue:
             assert "[partition recompute] " in explained and "PARTITION BY customer_id" in explained
         for model, rule in (("s_agg_delta", "[delta aggregate] "), ("s_global", "[delta aggregate] "),
                             ("s_join_three_agg", "[delta aggregate] "),
-                            ("s_payments_by_customer", "no delta join: the model aggregates"),
+                            ("s_payments_by_customer", "delta aggregate: the model qualifies"),
+                            ("s_join_four", "no delta join: the model aggregates"),
                             ("s_join_inner", "[delta join] "),
                             ("s_join_left", "[affected-key recompute, as it is on a NULL-supplying"),
                             ("s_qualify_latest", "[partition recompute] ")):

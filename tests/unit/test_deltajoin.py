@@ -94,3 +94,35 @@ def test_analysis_offers_a_delta_join_only_for_keyed_linear_models():
     assert agg.delta_join is None and agg.delta_join_reason == "aggregates"
     rowwise = sa.analyze("select id from raw.o", ["id"])
     assert rowwise.delta_join is None and rowwise.delta_join_reason is None
+
+
+def test_explain_names_the_rule_per_upstream():
+    from datetime import datetime
+
+    from dbt.adapters.spark_batch_refresh import explain
+    from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+
+    sql = "select o.id, c.region from raw.o o left join raw.c c on o.cid = c.id"
+    ups = [explain.UpstreamInfo(u, UpstreamPoint(2, datetime(2026, 1, 1)), True, 2)
+           for u in ("raw.c", "raw.o")]
+    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)), sa.analyze(sql, ["id"]),
+                          ups, "idle")
+    assert "incremental (delta join" in text
+    assert "[delta join] raw.o (as o)" in text
+    assert "[affected-key recompute, as it is on a NULL-supplying side] raw.c (as c)" in text
+    assert "A run in which raw.c moved recomputes its affected keys" in text
+    windowed = ("select o.id, row_number() over (partition by c.id order by o.id) as r "
+                "from raw.o o join raw.c c on o.cid = c.id")
+    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)),
+                          sa.analyze(windowed, ["id"]), ups, "idle")
+    assert "no delta join: the model uses a window function" in text or "full recompute" in text
+
+
+def test_a_star_asks_for_the_change_rows_without_the_feed_columns():
+    joined, _ = _derive("select o.*, c.region from raw.o o join raw.c c on o.cid = c.id")
+    assert joined.star
+    plain, _ = _derive("select o.id, c.region from raw.o o join raw.c c on o.cid = c.id")
+    assert not plain.star
+    text = sa.change_rows_sql("raw.o", 2, 3, dj.PLUS, ["id", "cid"])
+    assert text.startswith("SELECT `id`, `cid` FROM table_changes('raw.o', 2, 3)")

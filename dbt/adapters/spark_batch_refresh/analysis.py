@@ -106,27 +106,12 @@ def _rowwise_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[
         return "reads its upstream more than once (self-join or repeated scan)"
     if tables[0].args.get("version"):
         return "pins its upstream with its own time travel clause"
-    checks: List[Tuple[type, str]] = [
-        (exp.Join, "has a join"),
-        (exp.AggFunc, "aggregates"),
-        (exp.Group, "has GROUP BY"),
-        (exp.Distinct, "uses DISTINCT"),
-        (exp.Window, "uses a window function"),
-        (exp.Limit, "has LIMIT"),
-        (exp.Union, "has a set operation"),
-        (exp.Intersect, "has a set operation"),
-        (exp.Except, "has a set operation"),
-        (exp.Exists, "has an EXISTS subquery"),
-    ]
-    for node_type, reason in checks:
+    for node_type, reason in ((exp.Join, "has a join"), (exp.Union, "has a set operation")):
         if tree.find(node_type) is not None:
             return reason
-    for sub in tree.find_all(exp.Subquery):
-        if not isinstance(sub.parent, (exp.From, exp.Join)):
-            return "has a subquery in an expression"
-    for node in tree.find_all(exp.In):
-        if node.args.get("query") is not None:
-            return "has an IN subquery"
+    reason = dj.nonlinear(tree)
+    if reason:
+        return reason
     blocker = nondeterministic_function(tree)
     if blocker:
         return f"calls the non-deterministic function {blocker}()"
@@ -351,10 +336,13 @@ def groupable_type(spark_type: str) -> bool:
     return not any(part in text for part in _UNGROUPABLE)
 
 
-def change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...]) -> str:
+def change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...],
+                    columns: Optional[Sequence[str]] = None) -> str:
+    """Those change rows of `upstream`; with `columns`, only the table's own columns."""
     types = ", ".join(f"'{t}'" for t in change_types)
+    cols = ", ".join(f"`{c}`" for c in columns) if columns else "*"
     return (
-        f"SELECT * FROM table_changes('{upstream}', {start}, {end}) "
+        f"SELECT {cols} FROM table_changes('{upstream}', {start}, {end}) "
         f"WHERE _change_type IN ({types})"
     )
 

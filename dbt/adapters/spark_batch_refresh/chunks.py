@@ -14,7 +14,7 @@ import os
 import socket
 import uuid
 from datetime import datetime, timedelta
-from typing import Callable, Optional, Set
+from typing import Optional, Protocol, Set
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -22,18 +22,24 @@ from dbt.adapters.spark_batch_refresh import analysis as sa
 from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, count_committed
 from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
 from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
+from dbt.adapters.spark_batch_refresh.delta import Columns
 from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait, held
+from dbt.adapters.spark_batch_refresh.planner import Plan
 from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
-# (request, config, analysis, plan, columns, view, *, plan_id, refresh, previous_plan)
-Restage = Callable[..., Staged]
+class Restage(Protocol):
+    """Stages a plan again (a resumed run whose persisted staging is gone): executor._restage."""
+
+    def __call__(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
+                 plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
+                 previous_plan: Optional[str]) -> Staged: ...
 
 
 class InterruptedChunks(BatchRefreshRuntimeError):

@@ -56,6 +56,9 @@ class DeltaJoin:
     upstreams: Tuple[str, ...]
     # Upstreams on a NULL-supplying side: while one of them moves, the delta join does not hold.
     fixed: FrozenSet[str] = frozenset()
+    # The model selects `*` somewhere: the change rows must carry only the table's own columns
+    # (the change feed's _change_type, ... would shift a term's columns against the others').
+    star: bool = False
 
     def blocker(self, moved: Collection[str]) -> Optional[str]:
         """Why this run cannot replay by delta join (None when it can)."""
@@ -123,24 +126,34 @@ def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
         return None, f"reads {', '.join(repeated)} more than once (self-join or repeated scan)"
     if len(names) < 2:
         return None, "reads fewer than two upstreams"
-    for node_type, reason in _NONLINEAR:
-        if inlined.find(node_type) is not None:
-            return None, reason
+    reason = nonlinear(inlined)
+    if reason:
+        return None, reason
     for union in inlined.find_all(exp.Union):
         if union.args.get("distinct"):
             return None, "has UNION (distinct)"
         if any(isinstance(s, exp.Select) and any(p.is_star for p in s.expressions)
                for s in union.find_all(exp.Select)):
             return None, "has * under UNION ALL (the change rows carry extra columns)"
-    for sub in inlined.find_all(exp.Subquery):
-        if not isinstance(sub.parent, (exp.From, exp.Join)):
-            return None, "has a subquery in an expression"
-    for node in inlined.find_all(exp.In):
-        if node.args.get("query") is not None:
-            return None, "has an IN subquery"
     if any(t.args.get("version") for t in kp.scans(inlined)):
         return None, "pins an upstream with its own time travel clause"
-    return DeltaJoin(tuple(sorted(set(names))), frozenset(_null_supplying(inlined))), None
+    star = any(p.is_star for sel in inlined.find_all(exp.Select) for p in sel.expressions)
+    return DeltaJoin(tuple(sorted(set(names))), frozenset(_null_supplying(inlined)), star), None
+
+
+def nonlinear(tree: exp.Expression) -> Optional[str]:
+    """Why the query is not linear in its inputs, joins and UNION ALL aside (None when it is):
+    also what keeps a one-upstream model from the row-wise replay (analysis.py)."""
+    for node_type, reason in _NONLINEAR:
+        if tree.find(node_type) is not None:
+            return reason
+    for sub in tree.find_all(exp.Subquery):
+        if not isinstance(sub.parent, (exp.From, exp.Join)):
+            return "has a subquery in an expression"
+    for node in tree.find_all(exp.In):
+        if node.args.get("query") is not None:
+            return "has an IN subquery"
+    return None
 
 
 def _null_supplying(tree: exp.Expression) -> List[str]:

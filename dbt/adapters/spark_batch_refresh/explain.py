@@ -61,6 +61,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append(f"  mode:       cannot refresh: {error}")
     elif mode == "incremental" and delta_upkeep(config, analysis):
         lines.append("  mode:       incremental (delta aggregate: old state + signed change rows)")
+    elif mode == "incremental" and analysis.key and analysis.delta_join is not None:
+        lines.append("  mode:       incremental (delta join: the model over each moved upstream's "
+                     "change rows, netted)")
     elif mode == "incremental" and not analysis.key:
         lines.append("  mode:       incremental (append: keyless row-wise model, inserts only)")
     elif mode == "incremental":
@@ -107,8 +110,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
             lines.append(
                 "  staging:    delta join: the sum over the moved upstreams of the model with "
                 "that upstream replaced by its change rows (those before it in name order at "
-                "their new version, those after it at their old), netted by key; its row-wise "
-                "parts read no upstream in full"
+                "their new version, those after it at their old), netted by key; the moved "
+                "upstream itself is not scanned"
                 + (f". A run in which {', '.join(sorted(joined.fixed))} moved recomputes its "
                    "affected keys instead (not linear in a NULL-supplying side)"
                    if joined.fixed else ""))
@@ -121,7 +124,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                              else ""))
     elif analysis.incremental_reason and mode != "incremental":
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
-    if mode == "incremental" and analysis.delta_join is None and analysis.delta_join_reason:
+    if (mode == "incremental" and analysis.delta_join is None and analysis.delta_join_reason
+            and analysis.delta is None):
         lines.append(f"  no delta join: the model {analysis.delta_join_reason}")
     if mode == "incremental" and analysis.delta is None and analysis.delta_reason:
         lines.append(f"  no delta aggregate: the model {analysis.delta_reason}")

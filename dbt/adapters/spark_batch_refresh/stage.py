@@ -135,9 +135,12 @@ class Stager:
         joined = analysis.delta_join
         if joined is None or not config.unique_key or joined.blocker(ranges) is not None:
             return None, "snapshot"
-        plus, minus = joined.terms(
-            sql, lambda u, types: sa.change_rows_sql(u, *ranges[u], types), ranges,
-            plan.versions_to(), plan.versions_from())
+        def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
+            own = self._table_columns(upstream) if joined.star else None
+            return sa.change_rows_sql(upstream, *ranges[upstream], types, own)
+
+        plus, minus = joined.terms(sql, change_rows, ranges, plan.versions_to(),
+                                   plan.versions_from())
         return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
