@@ -337,8 +337,10 @@ class Refresher:
         # `CACHE TABLE ... AS SELECT` before the caching fails (a gap met while staging), and
         # the backfill that follows stages under the same name.
         failed = run.staged is None
+        views = [run.view] + self._stager.derived_views(run.view) if failed else (
+            [run.view] if run.staged is not None and run.staged.source == run.view else [])
         try:
-            self._stager.drop(run.staged, [run.view] if failed or run.staged.source == run.view else [])
+            self._stager.drop(run.staged, views)
         except Exception:  # noqa: BLE001 - cleanup after a failure must not hide the failure
             pass
 

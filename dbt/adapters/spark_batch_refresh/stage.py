@@ -211,6 +211,13 @@ class Stager:
         self._run(f"DROP VIEW IF EXISTS {staged.source}")
         staged.source = table
 
+    @staticmethod
+    def derived_views(view: str) -> List[str]:
+        """The cached views a staging under `view` may create besides `view` itself (the
+        affected keys; the delta aggregate's steps, aggstage.py): a staging that raised
+        part-way has not reported them in Staged.extra_views."""
+        return [f"{view}_{step}" for step in ("keys", "delta", "new", "extremes", "state")]
+
     def drop(self, staged: Optional[Staged], views: List[str]) -> None:
         """Free the session cache (no commit); a persisted staging table is dropped by apply."""
         for name in views + (staged.extra_views if staged else []):
