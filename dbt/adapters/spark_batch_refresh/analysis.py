@@ -325,8 +325,8 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
 
 
 # Change rows that add an upstream row to the table, and those that take one away.
-PLUS_CHANGES = ("insert", "update_postimage")
-MINUS_CHANGES = ("delete", "update_preimage")
+PLUS_CHANGES = dj.PLUS
+MINUS_CHANGES = dj.MINUS
 _UNGROUPABLE = ("map<", "variant")
 
 

@@ -32,7 +32,7 @@ from dbt.adapters.spark_batch_refresh import keypath as kp
 RULE = "delta join"
 DIALECT = "spark"
 
-# Change rows that add an upstream row, and those that take one away (as analysis.py names them).
+# Change rows that add an upstream row, and those that take one away.
 PLUS = ("insert", "update_postimage")
 MINUS = ("delete", "update_preimage")
 
