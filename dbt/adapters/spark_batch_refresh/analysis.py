@@ -366,11 +366,7 @@ def over_changes(
         if name == upstream:
             alias = table.alias or table.name
             change_sql = change_rows_sql(upstream, start, end, change_types)
-            replacement = exp.Subquery(
-                this=sqlglot.parse_one(change_sql, read=DIALECT),
-                alias=exp.TableAlias(this=exp.to_identifier(alias)),
-            )
-            table.replace(replacement)
+            table.replace(kp.aliased(sqlglot.parse_one(change_sql, read=DIALECT), alias))
         elif pinned and pinned.get(name) is not None and not table.args.get("version"):
             kp.pin(table, pinned[name])
     return tree.sql(dialect=DIALECT)

@@ -34,6 +34,8 @@ from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
+
+
 class Restage(Protocol):
     """Stages a plan again (a resumed run whose persisted staging is gone): executor._restage."""
 

@@ -100,9 +100,8 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
     for scan in kp.scans(tree):
         name = kp.table_name(scan)
         if name == upstream:
-            scan.replace(exp.Subquery(
-                this=sqlglot.parse_one(change_sql, read=DIALECT),
-                alias=exp.TableAlias(this=exp.to_identifier(scan.alias_or_name))))
+            scan.replace(kp.aliased(sqlglot.parse_one(change_sql, read=DIALECT),
+                                    scan.alias_or_name))
         elif name in pins:
             kp.pin(scan, pins[name])
     return tree.sql(dialect=DIALECT)

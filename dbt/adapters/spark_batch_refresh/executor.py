@@ -336,9 +336,10 @@ class Refresher:
         # A staging that failed may still have left its view: Spark 3.5 creates the view of a
         # `CACHE TABLE ... AS SELECT` before the caching fails (a gap met while staging), and
         # the backfill that follows stages under the same name.
-        failed = run.staged is None
-        views = [run.view] + self._stager.derived_views(run.view) if failed else (
-            [run.view] if run.staged is not None and run.staged.source == run.view else [])
+        if run.staged is None:  # staging failed, maybe part-way
+            views = [run.view] + self._stager.derived_views(run.view)
+        else:
+            views = [run.view] if run.staged.source == run.view else []
         try:
             self._stager.drop(run.staged, views)
         except Exception:  # noqa: BLE001 - cleanup after a failure must not hide the failure

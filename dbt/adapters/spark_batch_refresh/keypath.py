@@ -114,8 +114,7 @@ def _replace_refs(scope: exp.Expression, bodies: Mapping[str, exp.Expression]) -
         if table.db or name not in bodies:
             continue
         alias = table.alias or table.name
-        table.replace(exp.Subquery(this=bodies[name].copy(),
-                                   alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        table.replace(aliased(bodies[name].copy(), alias))
 
 
 def occurrences(tree: exp.Expression) -> List[Occurrence]:
@@ -176,8 +175,7 @@ def _affected_keys(
     if partitions_at is not None:
         whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
         pin(scans(whole)[occurrence], partitions_at)
-    replacement = exp.Subquery(this=change_source.copy(),
-                               alias=exp.TableAlias(this=exp.to_identifier(occ.alias)))
+    replacement = aliased(change_source.copy(), occ.alias)
     target.replace(replacement)
     walk = _Walk(replacement, whole)
     root = walk.run()
@@ -190,8 +188,7 @@ def _affected_keys(
             raise NotIncremental(f"its unique_key column {column} is computed by an aggregate")
     cols = ", ".join(f"`{k}`" for k in key)
     query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=DIALECT)
-    query.args["from_"].set("this", exp.Subquery(
-        this=root, alias=exp.TableAlias(this=exp.to_identifier("_br_ak"))))
+    query.args["from_"].set("this", aliased(root, "_br_ak"))
     joined = tuple(sorted({table_name(t) for t in scans(tree) if not _in_empty_branch(t)}
                           - {occ.upstream}))
     return query, KeyPath(occ, joined, tuple(walk.notes), walk.rule, whole is not None)
@@ -392,8 +389,7 @@ class _Walk:
         exists = query.find(exp.Exists)
         assert exists is not None
         exists.this.args["from_"].set("this", _wrapped(child.this.copy(), "_br_c"))
-        child.set("this", exp.Subquery(this=query,
-                                       alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        child.set("this", aliased(query, alias))
         self.rule = "partition recompute"
         self.notes.append(
             f"window partitions the change touches read whole at the old and the new versions "
@@ -438,6 +434,12 @@ class _Walk:
 
 
 # ------------------------------------------------------------------------------ helpers
+def aliased(query: exp.Expression, alias: str) -> exp.Subquery:
+    """`query` as a FROM item named `alias` (a scan replaced by change rows, a CTE body
+    inlined, a query wrapped)."""
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
 def pin(scan: exp.Table, version: int) -> None:
     """Read `scan` `VERSION AS OF version`."""
     scan.set("version", exp.Version(this="VERSION", kind="AS OF",

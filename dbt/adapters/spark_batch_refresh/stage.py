@@ -135,9 +135,12 @@ class Stager:
         joined = analysis.delta_join
         if joined is None or not config.unique_key or joined.blocker(ranges) is not None:
             return None, "snapshot"
+        # Only the table's own columns when the model has a `*` (one DESCRIBE per upstream,
+        # shared by its plus and minus side).
+        own = {u: self._table_columns(u) if joined.star else None for u in ranges}
+
         def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
-            own = self._table_columns(upstream) if joined.star else None
-            return sa.change_rows_sql(upstream, *ranges[upstream], types, own)
+            return sa.change_rows_sql(upstream, *ranges[upstream], types, own[upstream])
 
         plus, minus = joined.terms(sql, change_rows, ranges, plan.versions_to(),
                                    plan.versions_from())
