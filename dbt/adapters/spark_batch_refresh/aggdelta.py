@@ -25,10 +25,10 @@ import sqlglot
 from sqlglot import exp
 
 from dbt.adapters.spark_batch_refresh import deltajoin as dj
-from dbt.adapters.spark_batch_refresh import keypath as kp
+from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
 from dbt.adapters.spark_batch_refresh.sqlgen import keys_match, q
 
-DIALECT = "spark"
 SIGN = "_br_sign"
 ROWS = "_br_n"  # rows per group: a group whose count reaches 0 leaves the model
 RECOMPUTE = "_br_recompute"
@@ -248,7 +248,7 @@ _KINDS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
 def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggregate:
     """The delta upkeep of a model, or NotDelta with the reason it does not qualify."""
-    tree = kp.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
     if not isinstance(tree, exp.Select):
         raise NotDelta("is not a single SELECT")
     for arg, what in (("distinct", "DISTINCT"), ("qualify", "QUALIFY"),

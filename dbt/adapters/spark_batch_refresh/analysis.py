@@ -20,8 +20,9 @@ from sqlglot.errors import ParseError
 from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import deltajoin as dj
 from dbt.adapters.spark_batch_refresh import keypath as kp
+from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
 
-DIALECT = "spark"
 
 # Functions whose value differs between evaluations: a recompute of some keys would not
 # reproduce what the backfill wrote, so such models are recomputed in full.
@@ -152,7 +153,7 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
                       "GROUP BY or SELECT DISTINCT over projected columns)")
         if reason is None:
             paths = key_paths(tree, key)
-    except kp.NotIncremental as exc:
+    except st.NotIncremental as exc:
         reason = str(exc)
     delta, delta_reason = None, None
     if _global_blocker(tree, tables) is None and tree.find(exp.AggFunc) is not None:
@@ -203,10 +204,10 @@ def _global_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[s
 
 def key_paths(tree: exp.Expression, key: Sequence[str]) -> Tuple[kp.KeyPath, ...]:
     """How change rows of each scan reach the output key; raises NotIncremental."""
-    inlined = kp.inline_ctes(tree)
+    inlined = st.inline_ctes(tree)
     paths = []
-    for occurrence in kp.occurrences(inlined):
-        source = kp.change_source(occurrence.upstream, 1, 1)
+    for occurrence in st.occurrences(inlined):
+        source = st.change_source(occurrence.upstream, 1, 1)
         _, path = kp.affected_keys(inlined, occurrence.index, key, source, partitions_at=0)
         paths.append(path)
     return tuple(paths)
@@ -228,16 +229,16 @@ def affected_keys_sql(
     window read by whole partitions always gets both variants: the keys its partitions held
     before the change and the ones they hold after it.
     """
-    inlined = kp.inline_ctes(_parse(sql))
-    scans = kp.occurrences(inlined)
+    inlined = st.inline_ctes(_parse(sql))
+    scans = st.occurrences(inlined)
     parts = []
     for occ in scans:
         if occ.upstream not in ranges:
             continue
         start, end = ranges[occ.upstream]
         columns = (columns_of(occ.upstream) if columns_of is not None
-                   and kp.star_on_path(inlined, occ.index) else None)
-        source = kp.change_source(occ.upstream, start, end, columns)
+                   and st.star_on_path(inlined, occ.index) else None)
+        source = st.change_source(occ.upstream, start, end, columns)
         others_moved = any(o.upstream in ranges for o in scans if o.index != occ.index)
         variants = [new, old] if others_moved else [new]
         for pins in variants:
@@ -320,7 +321,7 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
     for table in _physical_tables(tree):
         version = versions.get(table_name(table))
         if version is not None and not table.args.get("version"):
-            kp.pin(table, version)
+            st.pin(table, version)
     return tree.sql(dialect=DIALECT)
 
 
@@ -366,7 +367,7 @@ def over_changes(
         if name == upstream:
             alias = table.alias or table.name
             change_sql = change_rows_sql(upstream, start, end, change_types)
-            table.replace(kp.aliased(sqlglot.parse_one(change_sql, read=DIALECT), alias))
+            table.replace(st.aliased(sqlglot.parse_one(change_sql, read=DIALECT), alias))
         elif pinned and pinned.get(name) is not None and not table.args.get("version"):
-            kp.pin(table, pinned[name])
+            st.pin(table, pinned[name])
     return tree.sql(dialect=DIALECT)

@@ -27,10 +27,10 @@ from typing import Callable, Collection, FrozenSet, List, Mapping, Optional, Seq
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_batch_refresh import keypath as kp
+from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
 
 RULE = "delta join"
-DIALECT = "spark"
 
 # Change rows that add an upstream row, and those that take one away.
 PLUS = ("insert", "update_postimage")
@@ -92,18 +92,18 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
     """The model with `upstream` read from `change_sql` and the others at `pins`. A UNION ALL
     branch that does not read `upstream` contributes nothing to this term's difference (its
     rows are the same on the plus and the minus side), so it is emptied, not scanned twice."""
-    tree = kp.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
     for union in list(tree.find_all(exp.Union)):
         for branch in (union.this, union.expression):
-            if not any(kp.table_name(s) == upstream for s in kp.scans(branch)):
-                kp.empty(branch)
-    for scan in kp.scans(tree):
-        name = kp.table_name(scan)
+            if not any(st.table_name(s) == upstream for s in st.scans(branch)):
+                st.empty(branch)
+    for scan in st.scans(tree):
+        name = st.table_name(scan)
         if name == upstream:
-            scan.replace(kp.aliased(sqlglot.parse_one(change_sql, read=DIALECT),
+            scan.replace(st.aliased(sqlglot.parse_one(change_sql, read=DIALECT),
                                     scan.alias_or_name))
         elif name in pins:
-            kp.pin(scan, pins[name])
+            st.pin(scan, pins[name])
     return tree.sql(dialect=DIALECT)
 
 
@@ -115,10 +115,10 @@ def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
     """The model's delta join, or why it has none. Only for models that read two or more
     upstreams (one upstream read once is the row-wise replay)."""
     try:
-        inlined = kp.inline_ctes(tree)
-    except kp.NotIncremental as exc:
+        inlined = st.inline_ctes(tree)
+    except st.NotIncremental as exc:
         return None, str(exc)
-    scans = kp.occurrences(inlined)
+    scans = st.occurrences(inlined)
     names = [o.upstream for o in scans]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
@@ -134,7 +134,7 @@ def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
         if any(isinstance(s, exp.Select) and any(p.is_star for p in s.expressions)
                for s in union.find_all(exp.Select)):
             return None, "has * under UNION ALL (the change rows carry extra columns)"
-    if any(t.args.get("version") for t in kp.scans(inlined)):
+    if any(t.args.get("version") for t in st.scans(inlined)):
         return None, "pins an upstream with its own time travel clause"
     star = any(p.is_star for sel in inlined.find_all(exp.Select) for p in sel.expressions)
     return DeltaJoin(tuple(sorted(set(names))), frozenset(_null_supplying(inlined)), star), None
@@ -174,4 +174,4 @@ def _null_supplying(tree: exp.Expression) -> List[str]:
 
 
 def _tables(nodes: List[exp.Expression]) -> List[str]:
-    return [kp.table_name(t) for n in nodes for t in kp.scans(n)]
+    return [st.table_name(t) for n in nodes for t in st.scans(n)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 from importlib import import_module
@@ -11,7 +10,6 @@ import agate
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import BaseRelation, InformationSchema
-from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
@@ -20,14 +18,15 @@ from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh import __version__
-from dbt.adapters.spark_batch_refresh import explain
+from dbt.adapters.spark_batch_refresh import explain, nodes
 from dbt.adapters.spark_batch_refresh.analysis import analyze
-from dbt.adapters.spark_batch_refresh.config import parse_config, parse_duration
+from dbt.adapters.spark_batch_refresh.config import parse_config
 from dbt.adapters.spark_batch_refresh import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.executor import Refresher
 from dbt.adapters.spark_batch_refresh.record import Recorder
+from dbt.adapters.spark_batch_refresh.response import BatchRefreshResponse
 from dbt.adapters.spark_batch_refresh import endpoint
 from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest
@@ -39,57 +38,6 @@ logger = AdapterLogger("SparkBatchRefresh")
 
 # Bounds the DESCRIBE HISTORY read that dates the first unconsumed commit of an upstream.
 _STATUS_HISTORY_LIMIT = 1000
-
-
-@dataclass
-class BatchRefreshResponse(AdapterResponse):
-    """`adapter_response` of a batch_refresh node in run_results.json."""
-
-    # dbt writes adapter_response with omit_none: "" keeps "none" fields present in the file.
-    action: str = ""
-    reason: str = ""
-    mode: str = ""
-    resumed: bool = False
-    fallback_reason: str = ""
-    versions_from: Dict[str, int] = field(default_factory=dict)
-    versions_to: Dict[str, int] = field(default_factory=dict)
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
-    staged_rows: int = 0
-    chunks: int = 0
-    staged_from: str = ""  # keyed replay: "changes", "join", "aggregate" or "snapshot"
-    next_due: str = ""
-    run_id: str = ""
-    statements: int = 0  # SQL statements the refresh issued
-    writes: int = 0  # of which Delta writes (commits)
-    duration_s: float = 0.0
-
-    @classmethod
-    def from_result(cls, data: Mapping[str, Any]) -> "BatchRefreshResponse":
-        return cls(
-            _message=status_report.short_message(data),
-            code=str(data.get("action") or "").upper(),
-            rows_affected=int(data.get("rows_affected") or 0),
-            action=str(data.get("action") or ""),
-            reason=str(data.get("reason") or ""),
-            mode=str(data.get("mode") or ""),
-            resumed=bool(data.get("resumed")),
-            fallback_reason=str(data.get("fallback_reason") or ""),
-            versions_from={str(k): int(v) for k, v in (data.get("versions_from") or {}).items()},
-            versions_to={str(k): int(v) for k, v in (data.get("versions_to") or {}).items()},
-            rows_inserted=int(data.get("rows_inserted") or 0),
-            rows_updated=int(data.get("rows_updated") or 0),
-            rows_deleted=int(data.get("rows_deleted") or 0),
-            staged_rows=int(data.get("staged_rows") or 0),
-            chunks=int(data.get("chunks") or 0),
-            staged_from=str(data.get("staged_from") or ""),
-            next_due=str(data.get("next_due") or ""),
-            run_id=str(data.get("run_id") or ""),
-            statements=int(data.get("statements") or 0),
-            writes=int(data.get("writes") or 0),
-            duration_s=float(data.get("duration_s") or 0.0),
-        )
 
 
 class SparkBatchRefreshAdapter(SparkAdapter):
@@ -196,7 +144,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         return super().get_catalog(configs, used_schemas)
 
     def _refresh_stats_for(self, configs: List[RelationConfig]) -> Dict[Tuple[str, str], Dict[str, Any]]:
-        models = [c for c in configs if _materialized(c) == "batch_refresh"]
+        models = [c for c in configs if nodes.materialized(c) == "batch_refresh"]
         if not models:
             return {}
         state_schema = str(self.execute_macro("spark_batch_refresh__state_schema")).strip()
@@ -204,7 +152,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         last = {str(h["model_id"]): h for h in self._recent_history(state_schema, 1)}
         stats = {}
         for node in models:
-            info = _model_info(_node_dict(node))
+            info = nodes.model_info(nodes.node_dict(node))
             key = (str(node.schema).lower(), str(node.identifier).lower())
             stats[key] = status_report.catalog_stats(info, states.get(info.unique_id),
                                                      last.get(info.unique_id))
@@ -258,7 +206,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         state tables.
         """
         keep = _history_limit(history_rows)
-        infos = [_model_info(m) for m in models]
+        infos = [nodes.model_info(m) for m in models]
         states = {str(r["model_id"]): r for r in self._state_rows(state_schema)}
         history = self._recent_history(state_schema, keep) if keep else None
         if only_listed:
@@ -438,37 +386,3 @@ def _history_limit(value: Any) -> int:
             f"them), got {value!r}. Fix: --args '{{history: 5}}'."
         )
     return keep
-
-
-def _model_info(node: Mapping[str, Any]) -> status_report.ModelInfo:
-    interval = node.get("refresh_interval")
-    try:
-        seconds = parse_duration(interval)
-    except ValueError:
-        seconds = None  # `dbt run` reports the bad value; the report just shows it
-    return status_report.ModelInfo(
-        unique_id=str(node["unique_id"]),
-        name=str(node["name"]),
-        relation=str(node.get("relation") or ""),
-        refresh_interval=None if interval is None else str(interval),
-        refresh_mode=None if node.get("refresh_mode") is None else str(node["refresh_mode"]),
-        interval_s=seconds,
-    )
-
-
-def _materialized(node: RelationConfig) -> Optional[str]:
-    config = getattr(node, "config", None)
-    return getattr(config, "materialized", None) if config is not None else None
-
-
-def _node_dict(node: RelationConfig) -> Dict[str, Any]:
-    """The fields of a manifest node the status report and the catalog stats read."""
-    config = node.config
-    get = config.get if config is not None else (lambda _k, _d=None: None)
-    return {
-        "unique_id": getattr(node, "unique_id", node.name),
-        "name": node.name,
-        "relation": f"{node.schema}.{node.identifier}",
-        "refresh_interval": get("refresh_interval", None),
-        "refresh_mode": get("refresh_mode", None),
-    }

@@ -34,28 +34,18 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import List, Mapping, Optional, Sequence, Set, Tuple
 
 import sqlglot
 from sqlglot import exp
 
-DIALECT = "spark"
-
-
-class NotIncremental(Exception):
-    """The model cannot be replayed by affected keys; the message says why."""
+from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.sqltree import NotIncremental, Occurrence
 
 
 class _KeyOffPartition(NotIncremental):
     """The key is not among a window's PARTITION BY columns: the change rows alone do not name
     the keys of their partitions."""
-
-
-@dataclass(frozen=True)
-class Occurrence:
-    index: int  # position among the model's physical scans (stable across copies)
-    upstream: str
-    alias: str
 
 
 @dataclass(frozen=True)
@@ -77,56 +67,6 @@ class KeyPath:
         notes = "; ".join(self.notes)
         return f"{self.occurrence.upstream} (as {self.occurrence.alias}): keys from its change rows{via}" + (
             f"; {notes}" if notes else "")
-
-
-def table_name(table: exp.Table) -> str:
-    parts = [p for p in (table.catalog, table.db, table.name) if p]
-    return ".".join(p.lower() for p in parts)
-
-
-# ------------------------------------------------------------------------------ CTEs
-def inline_ctes(tree: exp.Expression) -> exp.Expression:
-    """The query with every CTE reference replaced by a copy of its body.
-
-    A CTE read twice (a self-join through a CTE) must become two scans: replacing the changed
-    table inside a shared CTE would feed change rows to both sides of the join.
-    """
-    tree = tree.copy()
-    for with_ in reversed(list(tree.find_all(exp.With))):
-        if with_.args.get("recursive"):
-            raise NotIncremental("uses a recursive CTE")
-        owner = with_.parent
-        bodies: Dict[str, exp.Expression] = {}
-        for cte in with_.expressions:
-            body = cte.this
-            _replace_refs(body, bodies)
-            bodies[cte.alias_or_name.lower()] = body
-        with_.pop()
-        _replace_refs(owner, bodies)
-    return tree
-
-
-def _replace_refs(scope: exp.Expression, bodies: Mapping[str, exp.Expression]) -> None:
-    if not bodies:
-        return
-    for table in list(scope.find_all(exp.Table)):
-        name = table.name.lower() if table.name else ""
-        if table.db or name not in bodies:
-            continue
-        alias = table.alias or table.name
-        table.replace(aliased(bodies[name].copy(), alias))
-
-
-def occurrences(tree: exp.Expression) -> List[Occurrence]:
-    """Physical scans in a stable order (the order survives `copy()`)."""
-    found = []
-    for table in scans(tree):
-        found.append(Occurrence(len(found), table_name(table), table.alias_or_name))
-    return found
-
-
-def scans(tree: exp.Expression) -> List[exp.Table]:
-    return [t for t in tree.find_all(exp.Table) if t.name and isinstance(t.this, exp.Identifier)]
 
 
 # ------------------------------------------------------------------------------ rewrite
@@ -164,18 +104,18 @@ def _affected_keys(
     partitions_at: Optional[int],
 ) -> Tuple[exp.Expression, KeyPath]:
     tree = tree.copy()
-    found = scans(tree)
+    found = st.scans(tree)
     target = found[occurrence]
-    occ = Occurrence(occurrence, table_name(target), target.alias_or_name)
+    occ = Occurrence(occurrence, st.table_name(target), target.alias_or_name)
     for i, scan in enumerate(found):
-        version = (pins or {}).get(table_name(scan))
+        version = (pins or {}).get(st.table_name(scan))
         if i != occurrence and version is not None and not scan.args.get("version"):
-            pin(scan, version)
+            st.pin(scan, version)
     whole: Optional[exp.Expression] = None
     if partitions_at is not None:
         whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
-        pin(scans(whole)[occurrence], partitions_at)
-    replacement = aliased(change_source.copy(), occ.alias)
+        st.pin(st.scans(whole)[occurrence], partitions_at)
+    replacement = st.aliased(change_source.copy(), occ.alias)
     target.replace(replacement)
     walk = _Walk(replacement, whole)
     root = walk.run()
@@ -187,9 +127,9 @@ def _affected_keys(
                     f"function (a change in a partition can alter every row of it)")
             raise NotIncremental(f"its unique_key column {column} is computed by an aggregate")
     cols = ", ".join(f"`{k}`" for k in key)
-    query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=DIALECT)
-    query.args["from_"].set("this", aliased(root, "_br_ak"))
-    joined = tuple(sorted({table_name(t) for t in scans(tree) if not _in_empty_branch(t)}
+    query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=st.DIALECT)
+    query.args["from_"].set("this", st.aliased(root, "_br_ak"))
+    joined = tuple(sorted({st.table_name(t) for t in st.scans(tree) if not st.in_empty_branch(t)}
                           - {occ.upstream}))
     return query, KeyPath(occ, joined, tuple(walk.notes), walk.rule, whole is not None)
 
@@ -203,7 +143,7 @@ class _Walk:
         self.partial: Set[str] = set()  # output columns of the current node that are partial
         self.notes: List[str] = []
         self.rule = "affected-key recompute"
-        self.on_path = {id(n) for n in _ancestors(start)} | {id(start)}
+        self.on_path = {id(n) for n in st.ancestors(start)} | {id(start)}
 
     def run(self) -> exp.Expression:
         node = self.start
@@ -221,7 +161,7 @@ class _Walk:
     # -------------------------------------------------------------- one SELECT
     def _select(self, select: exp.Select, child: exp.Expression) -> None:
         clause = child.arg_key
-        windowed = _own(select, exp.Window)
+        windowed = st.own(select, exp.Window)
         if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
             raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
         if clause in ("from_", "joins"):
@@ -274,7 +214,7 @@ class _Walk:
             on = join.args.get("on")
             if on is None or not partial:
                 continue
-            conjuncts = _conjuncts(on)
+            conjuncts = st.conjuncts(on)
             kept = [c for c in conjuncts if not _refs(c, alias, partial)]
             if not kept:
                 raise NotIncremental("joins on an aggregated value of a changing upstream")
@@ -283,7 +223,7 @@ class _Walk:
                 self.notes.append("join conditions on aggregated values dropped")
         where = select.args.get("where")
         if where is not None:
-            conjuncts = _conjuncts(where.this)
+            conjuncts = st.conjuncts(where.this)
             kept = [] if null_side else [c for c in conjuncts if not _refs(c, alias, partial)]
             if len(kept) != len(conjuncts):
                 self.notes.append("WHERE dropped" if not kept
@@ -293,7 +233,7 @@ class _Walk:
 
     def _through_predicate(self, select: exp.Select) -> None:
         where = select.args["where"]
-        conjunct = next(c for c in _conjuncts(where.this) if id(c) in self.on_path)
+        conjunct = next(c for c in st.conjuncts(where.this) if id(c) in self.on_path)
         if isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.Exists):
             conjunct.replace(conjunct.this)
             self.notes.append("NOT EXISTS read as EXISTS")
@@ -313,7 +253,7 @@ class _Walk:
         """Output names of `select` that are partial: aggregates over the restricted rows, or
         anything computed from a partial column of the source on the path."""
         group = select.args.get("group")
-        aggregates = any(_own_in(p, select, exp.AggFunc) for p in select.expressions)
+        aggregates = any(st.own_in(p, select, exp.AggFunc) for p in select.expressions)
         if select.args.get("having") is not None:
             select.set("having", None)
             self.notes.append("HAVING dropped")
@@ -331,7 +271,7 @@ class _Walk:
             if projection.is_star:
                 if _own_star(projection, alias):
                     out |= source_partial
-            elif (group is not None and _own_in(projection, select, exp.AggFunc)) or _refs(
+            elif (group is not None and st.own_in(projection, select, exp.AggFunc)) or _refs(
                     projection, alias, source_partial):
                 out.add(name)
         return out
@@ -345,7 +285,7 @@ class _Walk:
             if projection.is_star:
                 if _own_star(projection, alias):
                     real |= set(source_partial)
-            elif not ((group is not None and _own_in(projection, select, exp.AggFunc))
+            elif not ((group is not None and st.own_in(projection, select, exp.AggFunc))
                       or _refs(projection, alias, source_partial)):
                 real.add((projection.alias_or_name or "").lower())
         return _AllBut(real)
@@ -375,21 +315,21 @@ class _Walk:
         """The window reads every row of the partitions the change rows touch: its source at
         the pinned versions, semi-joined (NULL-safe) to the partition values flowing up."""
         assert self.whole is not None
-        original = _at(self.whole, _path(child.this))
+        original = st.at(self.whole, st.path(child.this))
         # The window's input is exact now: a filter on it dropped as partial on the way in
         # must apply again, or the window would rank rows the model filters out.
-        where = _at(self.whole, _path(select)).args.get("where")
+        where = st.at(self.whole, st.path(select)).args.get("where")
         select.set("where", where.copy() if where is not None else None)
         alias = child.this.alias_or_name
         match = " AND ".join(f"_br_c.`{p}` <=> _br_w.`{p}`" for p in sorted(partitions))
         query = sqlglot.parse_one(
             f"SELECT * FROM (SELECT 1) AS _br_w WHERE EXISTS (SELECT 1 FROM (SELECT 1) AS _br_c "
-            f"WHERE {match})", read=DIALECT)
-        query.args["from_"].set("this", _wrapped(original.copy(), "_br_w"))
+            f"WHERE {match})", read=st.DIALECT)
+        query.args["from_"].set("this", st.wrapped(original.copy(), "_br_w"))
         exists = query.find(exp.Exists)
         assert exists is not None
-        exists.this.args["from_"].set("this", _wrapped(child.this.copy(), "_br_c"))
-        child.set("this", aliased(query, alias))
+        exists.this.args["from_"].set("this", st.wrapped(child.this.copy(), "_br_c"))
+        child.set("this", st.aliased(query, alias))
         self.rule = "partition recompute"
         self.notes.append(
             f"window partitions the change touches read whole at the old and the new versions "
@@ -405,7 +345,7 @@ class _Walk:
                 "changing upstream")
         partitions: Optional[Set[str]] = None
         for window in select.find_all(exp.Window):
-            if _nearest_query(window) is not select:
+            if st.nearest_query(window) is not select:
                 continue
             by = window.args.get("partition_by") or []
             if not by:
@@ -421,10 +361,10 @@ class _Walk:
 
     # -------------------------------------------------------------- UNION
     def _union(self, union: exp.Union, child: exp.Expression) -> None:
-        empty(union.expression if child is union.this else union.this)
+        st.empty(union.expression if child is union.this else union.this)
         self.notes.append("other UNION branches contribute no change")
         if self.partial and child is not union.this:
-            first, mine = _first_leaf(union), _first_leaf(child)
+            first, mine = st.first_leaf(union), st.first_leaf(child)
             if first is not None and mine is not None and not any(
                     p.is_star for p in first.expressions + mine.expressions):
                 names = [(p.alias_or_name or "").lower() for p in mine.expressions]
@@ -434,42 +374,6 @@ class _Walk:
 
 
 # ------------------------------------------------------------------------------ helpers
-def aliased(query: exp.Expression, alias: str) -> exp.Subquery:
-    """`query` as a FROM item named `alias` (a scan replaced by change rows, a CTE body
-    inlined, a query wrapped)."""
-    return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
-
-
-def pin(scan: exp.Table, version: int) -> None:
-    """Read `scan` `VERSION AS OF version`."""
-    scan.set("version", exp.Version(this="VERSION", kind="AS OF",
-                                    expression=exp.Literal.number(version)))
-
-
-def _path(node: exp.Expression) -> List[Tuple[str, Optional[int]]]:
-    """Where `node` sits under its root (argument names and list positions): the same place in
-    a copy of the tree the walk has not rewritten."""
-    steps: List[Tuple[str, Optional[int]]] = []
-    while node.parent is not None:
-        value = node.parent.args.get(node.arg_key)
-        index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) else None
-        steps.append((node.arg_key, index))
-        node = node.parent
-    return list(reversed(steps))
-
-
-def _at(root: exp.Expression, steps: List[Tuple[str, Optional[int]]]) -> exp.Expression:
-    node = root
-    for key, index in steps:
-        value = node.args[key]
-        node = value[index] if index is not None else value
-    return node
-
-
-def _wrapped(source: exp.Expression, alias: str) -> exp.Subquery:
-    """`(SELECT * FROM <source>) AS alias` for a FROM item (a table or an aliased subquery)."""
-    return exp.Subquery(this=exp.select("*").from_(source),
-                        alias=exp.TableAlias(this=exp.to_identifier(alias)))
 
 
 class _AllBut(frozenset):  # type: ignore[type-arg]
@@ -491,60 +395,6 @@ def _own_star(projection: exp.Expression, alias: Optional[str]) -> bool:
     return not table or table == alias
 
 
-def _ancestors(node: exp.Expression) -> List[exp.Expression]:
-    out = []
-    while node.parent is not None:
-        node = node.parent
-        out.append(node)
-    return out
-
-
-def _nearest_query(node: exp.Expression) -> Optional[exp.Expression]:
-    return node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
-
-
-def empty(branch: exp.Expression) -> None:
-    """Make a set-operation branch return no rows (Spark prunes `WHERE false` statically)."""
-    if isinstance(branch, exp.Select):
-        branch.where("false", copy=False)
-        branch.meta[_EMPTIED] = True
-    elif isinstance(branch, exp.Subquery):
-        empty(branch.this)
-    elif isinstance(branch, exp.Union):
-        empty(branch.this)
-        empty(branch.expression)
-
-
-def _conjuncts(predicate: exp.Expression) -> List[exp.Expression]:
-    while isinstance(predicate, exp.Paren):
-        predicate = predicate.this
-    if isinstance(predicate, exp.And):
-        return [c for part in (predicate.this, predicate.expression) for c in _conjuncts(part)]
-    return [predicate]
-
-
-_EMPTIED = "batch_refresh_emptied"
-
-
-def _in_empty_branch(node: exp.Expression) -> bool:
-    return any(a.meta.get(_EMPTIED) for a in _ancestors(node) if isinstance(a, exp.Select))
-
-
-def _first_leaf(node: exp.Expression) -> Optional[exp.Select]:
-    while isinstance(node, (exp.Union, exp.Subquery)):
-        node = node.this
-    return node if isinstance(node, exp.Select) else None
-
-
-def _own(select: exp.Select, kind: type) -> bool:
-    """`select` itself (not a nested query) contains a node of `kind`."""
-    return any(_nearest_query(n) is select for n in select.find_all(kind))
-
-
-def _own_in(expr: exp.Expression, select: exp.Select, kind: type) -> bool:
-    return any(_nearest_query(n) is select for n in expr.find_all(kind))
-
-
 def _refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool:
     """`expr` reads a partial column (qualified by `alias`, or unqualified)."""
     if not partial:
@@ -556,18 +406,3 @@ def _refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool
         if column.name.lower() in partial and (not table or alias is None or table == alias):
             return True
     return False
-
-
-def change_source(upstream: str, start: int, end: int,
-                  columns: Optional[Sequence[str]] = None) -> exp.Expression:
-    """Change rows of `upstream` in [start, end]: inserts, deletes, pre- and post-images."""
-    cols = ", ".join(f"`{c}`" for c in columns) if columns else "*"
-    return sqlglot.parse_one(f"SELECT {cols} FROM table_changes('{upstream}', {start}, {end})",
-                             read=DIALECT)
-
-
-def star_on_path(tree: exp.Expression, occurrence: int) -> bool:
-    """A `*` could carry the change feed's own columns to a set operation or the output."""
-    scan = scans(tree)[occurrence]
-    return any(isinstance(n, exp.Select) and any(p.is_star for p in n.expressions)
-               for n in _ancestors(scan))

@@ -1,0 +1,183 @@
+"""Surgery on a parsed model (pure sqlglot): its scans, CTEs inlined, a scan pinned or replaced,
+a set-operation branch emptied, and where a node sits in its tree.
+
+Shared by the affected-key walk (keypath.py), delta joins (deltajoin.py), delta aggregates
+(aggdelta.py) and the analysis that chooses between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import sqlglot
+from sqlglot import exp
+
+DIALECT = "spark"
+
+
+class NotIncremental(Exception):
+    """The model cannot be replayed by affected keys; the message says why."""
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    index: int  # position among the model's physical scans (stable across copies)
+    upstream: str
+    alias: str
+
+
+def table_name(table: exp.Table) -> str:
+    parts = [p for p in (table.catalog, table.db, table.name) if p]
+    return ".".join(p.lower() for p in parts)
+
+
+def inline_ctes(tree: exp.Expression) -> exp.Expression:
+    """The query with every CTE reference replaced by a copy of its body.
+
+    A CTE read twice (a self-join through a CTE) must become two scans: replacing the changed
+    table inside a shared CTE would feed change rows to both sides of the join.
+    """
+    tree = tree.copy()
+    for with_ in reversed(list(tree.find_all(exp.With))):
+        if with_.args.get("recursive"):
+            raise NotIncremental("uses a recursive CTE")
+        owner = with_.parent
+        bodies: Dict[str, exp.Expression] = {}
+        for cte in with_.expressions:
+            body = cte.this
+            _replace_refs(body, bodies)
+            bodies[cte.alias_or_name.lower()] = body
+        with_.pop()
+        _replace_refs(owner, bodies)
+    return tree
+
+
+def _replace_refs(scope: exp.Expression, bodies: Mapping[str, exp.Expression]) -> None:
+    if not bodies:
+        return
+    for table in list(scope.find_all(exp.Table)):
+        name = table.name.lower() if table.name else ""
+        if table.db or name not in bodies:
+            continue
+        alias = table.alias or table.name
+        table.replace(aliased(bodies[name].copy(), alias))
+
+
+def occurrences(tree: exp.Expression) -> List[Occurrence]:
+    """Physical scans in a stable order (the order survives `copy()`)."""
+    found = []
+    for table in scans(tree):
+        found.append(Occurrence(len(found), table_name(table), table.alias_or_name))
+    return found
+
+
+def scans(tree: exp.Expression) -> List[exp.Table]:
+    return [t for t in tree.find_all(exp.Table) if t.name and isinstance(t.this, exp.Identifier)]
+
+
+def aliased(query: exp.Expression, alias: str) -> exp.Subquery:
+    """`query` as a FROM item named `alias` (a scan replaced by change rows, a CTE body
+    inlined, a query wrapped)."""
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def pin(scan: exp.Table, version: int) -> None:
+    """Read `scan` `VERSION AS OF version`."""
+    scan.set("version", exp.Version(this="VERSION", kind="AS OF",
+                                    expression=exp.Literal.number(version)))
+
+
+def path(node: exp.Expression) -> List[Tuple[str, Optional[int]]]:
+    """Where `node` sits under its root (argument names and list positions): the same place in
+    a copy of the tree the walk has not rewritten."""
+    steps: List[Tuple[str, Optional[int]]] = []
+    while node.parent is not None:
+        value = node.parent.args.get(node.arg_key)
+        index = next(i for i, v in enumerate(value) if v is node) if isinstance(value, list) else None
+        steps.append((node.arg_key, index))
+        node = node.parent
+    return list(reversed(steps))
+
+
+def at(root: exp.Expression, steps: List[Tuple[str, Optional[int]]]) -> exp.Expression:
+    node = root
+    for key, index in steps:
+        value = node.args[key]
+        node = value[index] if index is not None else value
+    return node
+
+
+def wrapped(source: exp.Expression, alias: str) -> exp.Subquery:
+    """`(SELECT * FROM <source>) AS alias` for a FROM item (a table or an aliased subquery)."""
+    return exp.Subquery(this=exp.select("*").from_(source),
+                        alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def ancestors(node: exp.Expression) -> List[exp.Expression]:
+    out = []
+    while node.parent is not None:
+        node = node.parent
+        out.append(node)
+    return out
+
+
+def nearest_query(node: exp.Expression) -> Optional[exp.Expression]:
+    return node if isinstance(node, exp.Select) else node.find_ancestor(exp.Select)
+
+
+def empty(branch: exp.Expression) -> None:
+    """Make a set-operation branch return no rows (Spark prunes `WHERE false` statically)."""
+    if isinstance(branch, exp.Select):
+        branch.where("false", copy=False)
+        branch.meta[EMPTIED] = True
+    elif isinstance(branch, exp.Subquery):
+        empty(branch.this)
+    elif isinstance(branch, exp.Union):
+        empty(branch.this)
+        empty(branch.expression)
+
+
+def conjuncts(predicate: exp.Expression) -> List[exp.Expression]:
+    while isinstance(predicate, exp.Paren):
+        predicate = predicate.this
+    if isinstance(predicate, exp.And):
+        return [c for part in (predicate.this, predicate.expression) for c in conjuncts(part)]
+    return [predicate]
+
+
+EMPTIED = "batch_refresh_emptied"
+
+
+def in_empty_branch(node: exp.Expression) -> bool:
+    return any(a.meta.get(EMPTIED) for a in ancestors(node) if isinstance(a, exp.Select))
+
+
+def first_leaf(node: exp.Expression) -> Optional[exp.Select]:
+    while isinstance(node, (exp.Union, exp.Subquery)):
+        node = node.this
+    return node if isinstance(node, exp.Select) else None
+
+
+def own(select: exp.Select, kind: type) -> bool:
+    """`select` itself (not a nested query) contains a node of `kind`."""
+    return any(nearest_query(n) is select for n in select.find_all(kind))
+
+
+def own_in(expr: exp.Expression, select: exp.Select, kind: type) -> bool:
+    return any(nearest_query(n) is select for n in expr.find_all(kind))
+
+
+def change_source(upstream: str, start: int, end: int,
+                  columns: Optional[Sequence[str]] = None) -> exp.Expression:
+    """Change rows of `upstream` in [start, end]: inserts, deletes, pre- and post-images."""
+    cols = ", ".join(f"`{c}`" for c in columns) if columns else "*"
+    return sqlglot.parse_one(f"SELECT {cols} FROM table_changes('{upstream}', {start}, {end})",
+                             read=DIALECT)
+
+
+def star_on_path(tree: exp.Expression, occurrence: int) -> bool:
+    """A `*` could carry the change feed's own columns to a set operation or the output."""
+    scan = scans(tree)[occurrence]
+    return any(isinstance(n, exp.Select) and any(p.is_star for p in n.expressions)
+               for n in ancestors(scan))
