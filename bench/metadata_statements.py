@@ -23,6 +23,11 @@ VARIANTS: Dict[str, List[str]] = {
     "describe detail": ["DESCRIBE DETAIL u"],
     "show tblproperties": ["SHOW TBLPROPERTIES u"],
     "history limit 5": ["DESCRIBE HISTORY u LIMIT 5"],
+    # Session 14: the replay's upstream reads before and after they were folded into one.
+    "history 1 + 2": ["DESCRIBE HISTORY u LIMIT 1", "DESCRIBE HISTORY u LIMIT 2"],
+    "history limit 1": ["DESCRIBE HISTORY u LIMIT 1"],
+    "history limit 10": ["DESCRIBE HISTORY u LIMIT 10"],
+    "history limit 20": ["DESCRIBE HISTORY u LIMIT 20"],
 }
 
 

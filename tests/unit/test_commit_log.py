@@ -98,3 +98,65 @@ def test_a_recreated_upstream_is_told_from_its_history_without_a_snapshot_read()
     asked.clear()
     assert reader.same_table("s.t", consumed, 3 + HISTORY_SPAN_MAX) is None
     assert asked == []  # too long a history to read: the caller reads the table's details
+
+
+def test_one_history_read_per_moved_upstream() -> None:
+    """The latest point is read with the upstream's newest commits: a replay over fewer than
+    HISTORY_WINDOW commits checks the consumed one from those rows, without a second read; a
+    longer span reads back to the consumed version."""
+    from datetime import datetime
+
+    from dbt.adapters.spark_batch_refresh.delta import HISTORY_WINDOW, DeltaReader
+    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+
+    stamp = "2026-11-24 04:00:00"
+    newest = 7
+    asked = []
+
+    def fetch(sql: str):
+        asked.append(sql)
+        limit = int(sql.rsplit(" ", 1)[1])
+        return [{"version": v, "timestamp": stamp} for v in range(newest, max(newest - limit, -1), -1)]
+
+    reader = DeltaReader(fetch)
+    latest = reader.latest_point("s.t")
+    assert latest is not None and latest.version == 7
+    assert reader.same_table("s.t", UpstreamPoint(3, datetime(2026, 11, 24, 4)), 7) is True
+    assert asked == [f"DESCRIBE HISTORY `s`.`t` LIMIT {HISTORY_WINDOW}"]
+    newest = HISTORY_WINDOW + 10
+    asked.clear()
+    latest = reader.latest_point("s.t")
+    assert reader.same_table("s.t", UpstreamPoint(3, datetime(2026, 11, 24, 4)), newest) is True
+    assert asked[1] == f"DESCRIBE HISTORY `s`.`t` LIMIT {newest - 3 + 1}"
+
+
+def test_a_time_delta_may_have_shifted_is_read_again_where_it_is_exact() -> None:
+    """Delta's history moves a commit not later than the one before it to that time + 1 ms,
+    within the window it reads (never the window's oldest row): such a time is read again
+    where it is the oldest row, so recorded and compared times are the ones Delta stored."""
+    from dbt.adapters.spark_batch_refresh.delta import HISTORY_WINDOW, DeltaReader, raw_time
+    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from datetime import datetime
+
+    rows = [{"version": 5, "timestamp": "2026-11-24 04:00:00.002"},
+            {"version": 4, "timestamp": "2026-11-24 04:00:00.001"},
+            {"version": 3, "timestamp": "2026-11-24 04:00:00"}]
+    assert raw_time(rows, 0) is None and raw_time(rows, 1) is None  # 1 ms after the one before
+    assert raw_time(rows, 2) == datetime(2026, 11, 24, 4)  # the oldest row is never moved
+    asked = []
+
+    def fetch(sql: str):
+        asked.append(sql)
+        limit = int(sql.rsplit(" ", 1)[1])
+        return rows[:limit]
+
+    reader = DeltaReader(fetch)
+    latest = reader.latest_point("s.t")
+    assert latest == UpstreamPoint(5, datetime(2026, 11, 24, 4, 0, 0, 2000))
+    assert asked == [f"DESCRIBE HISTORY `s`.`t` LIMIT {HISTORY_WINDOW}", "DESCRIBE HISTORY `s`.`t` LIMIT 1"]
+    asked.clear()
+    assert reader.same_table("s.t", UpstreamPoint(4, datetime(2026, 11, 24, 4, 0, 0, 1000)), 5)
+    assert asked == ["DESCRIBE HISTORY `s`.`t` LIMIT 2"]  # read again from v4 on
+    asked.clear()
+    assert reader.same_table("s.t", UpstreamPoint(3, datetime(2026, 11, 24, 4)), 5)
+    assert asked == []  # the window's oldest row

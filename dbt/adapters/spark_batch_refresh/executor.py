@@ -31,7 +31,8 @@ from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
 from dbt.adapters.spark_batch_refresh.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.gaps import Gap, classify, retention_risk
+from dbt.adapters.spark_batch_refresh.gaps import (
+    RETENTION_CHECK_AGE, Gap, classify, retention_risk)
 from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait
 from dbt.adapters.spark_batch_refresh.planner import (
     BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
@@ -178,16 +179,19 @@ class Refresher:
         for upstream in moved:
             seen = plan.consumed[upstream]
             same = self.reader.same_table(upstream, seen, plan.pinned[upstream].version)
+            props: Optional[Mapping[str, str]] = None
             if same is None:  # the history cannot tell: compare the Delta table ids
                 ids[upstream], props = self.reader.details([upstream])[upstream]
                 same = not (seen.table_id and ids[upstream] and seen.table_id != ids[upstream])
-            else:
-                props = self.reader.properties(upstream)
             if not same:
                 gap = Gap("recreated", upstream, seen.version, plan.pinned[upstream].version)
                 run.plan = self._on_gap(run, gap)
                 return
-            _warn_retention(req.model, upstream, seen, props, run.started)
+            age = run.started - seen.timestamp if seen.timestamp is not None else None
+            if props is None and age is not None and age >= RETENTION_CHECK_AGE:
+                props = self.reader.properties(upstream)
+            if props is not None and age is not None:
+                _warn_retention(req.model, upstream, seen, props, run.started)
         run.plan = replace(plan, pinned={u: replace(p, table_id=ids[u])
                                          for u, p in plan.pinned.items()})
         changed = None

@@ -60,6 +60,11 @@ DEFAULT_RETENTION = {
     "delta.logRetentionDuration": timedelta(days=30),
 }
 WARN_FRACTION = 0.25  # warn when less than a quarter of the retention is left
+# A replay reads an upstream's properties for the warning only once its consumed commit is this
+# old: a model refreshed at least hourly then never pays that statement, and only a retention
+# set below 80 minutes (a quarter of it left at 60) goes unwarned. The gap itself is still
+# found by the change-feed read and handled per on_change_feed_gap.
+RETENTION_CHECK_AGE = timedelta(hours=1)
 
 
 def parse_interval(text: str) -> Optional[timedelta]:
