@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta
 
 import pytest
@@ -289,7 +290,24 @@ class TestUpstreamWithoutChangeFeed:
 
     def test_error_prints_the_fix(self, project):
         create_source(project, cdf=False)
-        output = run_fails(["run"])
+        # PySpark's own loggers of converted SQL errors: a failed first run (its state-table
+        # probe fails by design, then the user error) must leave the report to dbt, not put a
+        # JSON stack trace per error on the console (before the fix: the probe's record).
+        from pyspark.logger import PySparkLogger
+
+        records: list = []
+        collect = logging.Handler()
+        collect.emit = records.append  # type: ignore[method-assign]
+        loggers = [PySparkLogger.getLogger(name)
+                   for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+        for log in loggers:
+            log.addHandler(collect)
+        try:
+            output = run_fails(["run"])
+        finally:
+            for log in loggers:
+                log.removeHandler(collect)
+        assert [r.getMessage()[:80] for r in records] == []
         assert "batch_refresh model 'no_cdf'" in output
         assert (
             f"ALTER TABLE {project.test_schema}.src_orders SET TBLPROPERTIES "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass, replace
@@ -82,6 +83,7 @@ class _EmbeddedSpark:
     def _start(creds: SparkBatchRefreshCredentials) -> Any:
         from pyspark.sql import SparkSession
 
+        _quiet_pyspark_error_log()
         active = SparkSession.getActiveSession()
         if active is not None:
             # Someone (a test harness, a notebook) already started Spark: reuse it.
@@ -109,6 +111,21 @@ class _EmbeddedSpark:
         return spark
 
 
+def _quiet_pyspark_error_log() -> None:
+    """PySpark 4 writes every SQL error it converts to stderr a second time, as a JSON record
+    with the JVM's stack trace, from loggers of its own that do not propagate. dbt already
+    reports the error (once, as a dbt error), and some statements of a refresh fail by design
+    (the state table a first run looks for before it exists): on a console that was a
+    screenful of JSON per model. Those loggers are turned off for this process."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # pyspark before 4.0 has no such logger
+        return
+    for name in PYSPARK_ERROR_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 SESSION_EXTRA = 'pip install "dbt-spark-batch-refresh[session]"'
 
 
