@@ -136,6 +136,7 @@ _KIND_RULES = [
     (r"^(update|merge into) \S*batch_refresh_state", "state: lease / release (MERGE/UPDATE state row)"),
     (r"^(insert into|merge into) \S*batch_refresh_history", "history row (write)"),
     (r"^merge into", "target MERGE (write)"),
+    (r"^insert into \S+ replace where", "target REPLACE WHERE (write)"),
     (r"^insert", "insert (write)"),
     (r"^(update|delete)", "update/delete (write)"),
     (r"^describe history", "DESCRIBE HISTORY (metadata)"),

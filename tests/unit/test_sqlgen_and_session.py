@@ -64,6 +64,32 @@ def test_key_quality_counts_null_keys_of_output_rows_only():
     assert "WHEN _br_k_0 IS NULL OR _br_k_1 IS NULL THEN 1 ELSE 0 END), 0) AS null_any" in sql
 
 
+def test_replace_where_lists_the_keys_and_checks_new_ones_in_their_own_range():
+    sql = sqlgen.replace_where("s.t", "st", "id", ["3", "7", "9"], ["id", "v"], ("3", "9"))
+    assert sql.startswith("INSERT INTO s.t REPLACE WHERE `id` IN (3, 7, 9) AND `id` BETWEEN 3 AND 9")
+    assert sql.endswith("SELECT `id`, `v` FROM st WHERE _br_present")
+    quality = sqlgen.key_quality("st", ["id"], key_range=True, from_changes=True)
+    assert "sum(CASE WHEN _br_present AND _br_had_old IS NULL THEN 1 ELSE 0 END), 0) AS new_rows" in quality
+    assert "min(CASE WHEN _br_present AND _br_had_old IS NULL THEN _br_k_0 END) AS STRING) AS new_min" in quality
+    assert "new_rows" not in sqlgen.key_quality("st", ["id"], key_range=True)
+
+
+def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
+    from dbt.adapters.spark_batch_refresh.apply import REPLACE_WHERE_MAX_KEYS, replaceable
+    from dbt.adapters.spark_batch_refresh.stage import Staged
+
+    cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
+            (sqlgen.HAD_OLD, "boolean"), ("_br_k_0", "bigint")]
+    staged = Staged("st", cols, rows=10, key_range=("1", "9"))
+    assert replaceable(staged, 1)
+    assert not replaceable(staged, 2)  # several chunks merge
+    assert not replaceable(Staged("st", cols, rows=10), 1)  # no literal range (2 key columns)
+    snapshot = [c for c in cols if c[0] != sqlgen.HAD_OLD]  # recomputed keys: no old-row mark
+    assert not replaceable(Staged("st", snapshot, rows=10, key_range=("1", "9")), 1)
+    assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, key_range=("1", "9")), 1)
+    assert not replaceable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
+
+
 def test_merge_compares_maps_as_json():
     sql = sqlgen.merge_staging("s.t", "s.st", ["id"], ["id", "m", "v"], delete_missing=False,
                                unordered=["m"])

@@ -27,6 +27,10 @@ from dbt.adapters.spark_batch_refresh.state import is_conflict
 
 # A commit made moments ago is among the newest few, even if maintenance committed after it.
 _VERIFY_LOOKBACK = 10
+# A changes-only staging of at most this many keys is applied by REPLACE WHERE, its keys as
+# literals (Delta takes no subquery there), rather than by MERGE: at 10M rows and 10,000
+# changed keys spread over the table, 7.4 s against the MERGE's 15.7 s (bench/apply_paths.py).
+REPLACE_WHERE_MAX_KEYS = 50_000
 
 
 class ConcurrentRefresh(Exception):
@@ -105,7 +109,32 @@ class Applier:
             # Full recompute of a model without a key: overwrite keeps the table's identity.
             self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
             return {"rows_inserted": staged.rows}
+        if commit.action == REPLAY and replaceable(staged, commit.chunks):
+            return self._replace(req, config, staged, columns)
         return self._merge(req, config, staged, commit, columns)
+
+    def _replace(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                 columns: List[str]) -> Dict[str, int]:
+        """The staged keys' target rows replaced by the staged rows, in one commit.
+
+        Unlike the MERGE, a key's row is deleted and inserted again, so the target's change
+        feed shows `delete` + `insert` where the MERGE wrote an update's pre- and post-image
+        (a downstream batch_refresh model nets both alike); only keys whose row really changed
+        are staged (netted), so no unchanged row is rewritten. A new row on the key of an
+        unchanged target row would silently replace it: checked first, as a multi-chunk merge
+        does (the MERGE itself fails on it)."""
+        if staged.new_rows:
+            self.check_new_keys(req, config, staged)
+        alias = sqlgen.key_aliases(config.unique_key)[0]
+        kind = {n: t.lower() for n, t in staged.columns}[alias]
+        literals = [sqlgen.typed_lit(str(r["k"]), kind)
+                    for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
+        assert staged.key_range is not None  # replaceable() holds
+        self._run(sqlgen.replace_where(req.target, staged.source, config.unique_key[0], literals,
+                                       columns, staged.key_range))
+        return {"rows_inserted": staged.new_rows,
+                "rows_updated": staged.rows - staged.tombstones - staged.new_rows,
+                "rows_deleted": staged.tombstones}
 
     def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                           columns: List[str]) -> bool:
@@ -148,8 +177,8 @@ class Applier:
         so a bad key fails the refresh with the target untouched (not after chunk 1 landed)."""
         if not config.unique_key or not _from_changes(staged):
             return
-        found = self._fetch(sqlgen.new_key_collisions(req.target, staged.source,
-                                                      config.unique_key, staged.key_range))
+        found = self._fetch(sqlgen.new_key_collisions(
+            req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
         if found and int(found[0]["collisions"]):
             raise _collision(req, config, "the target was not touched")
 
@@ -170,6 +199,14 @@ class Applier:
 
     def drop_staging_table(self, table: str) -> None:
         self._run(f"DROP TABLE IF EXISTS {table}")
+
+
+def replaceable(staged: Staged, chunks: int) -> bool:
+    """A replay applied by REPLACE WHERE instead of MERGE: one chunk of a changes-only staging
+    (only keys whose row changed), a single key column with literal bounds (integer, string or
+    date: `key_range`), and few enough keys to list."""
+    return (chunks == 1 and _from_changes(staged) and staged.key_range is not None
+            and 0 < staged.rows <= REPLACE_WHERE_MAX_KEYS)
 
 
 def _from_changes(staged: Staged) -> bool:

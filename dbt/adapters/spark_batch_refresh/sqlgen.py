@@ -110,13 +110,22 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
     )
 
 
-def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False) -> str:
+def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False,
+                from_changes: bool = False) -> str:
     """Row, distinct-key, NULL-key and tombstone counts of staging in one scan; with
-    `key_range`, also the min and max of its (single) key column as text."""
+    `key_range`, also the min and max of its (single) key column as text; with `from_changes`
+    (a staging that marks keys with an old row), the count of new keys, and with `key_range`
+    their min and max (the target files the new-key check must read)."""
     aliases = key_aliases(unique_key)
     null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
     bounds = (f", CAST(min({aliases[0]}) AS STRING) AS key_min, "
               f"CAST(max({aliases[0]}) AS STRING) AS key_max" if key_range else "")
+    if from_changes:
+        new = f"{PRESENT} AND {HAD_OLD} IS NULL"
+        bounds += f", coalesce(sum(CASE WHEN {new} THEN 1 ELSE 0 END), 0) AS new_rows"
+        if key_range:
+            bounds += (f", CAST(min(CASE WHEN {new} THEN {aliases[0]} END) AS STRING) AS new_min, "
+                       f"CAST(max(CASE WHEN {new} THEN {aliases[0]} END) AS STRING) AS new_max")
     return (
         f"SELECT count(*) AS staged, count(DISTINCT {', '.join(aliases)}) AS distinct_keys, "
         # A tombstone's key may be NULL (an outer join's NULL-supplying side changed under a
@@ -240,6 +249,19 @@ def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
     on = _target_match(unique_key, key_range)
     return (f"SELECT count(*) AS collisions FROM {staging} s JOIN {target} t ON {on} "
             f"WHERE s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL")
+
+
+def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
+                  columns: Sequence[str], key_range: tuple[str, str]) -> str:
+    """Apply a changes-only staging as one commit: delete the target rows of every staged key
+    (Delta's DELETE, with deletion vectors: it reads the key column of the files the key range
+    and the key list can match, and rewrites no data file), then insert the staged rows. Delta
+    accepts only literals here (no subquery), hence the key list; the range lets it skip
+    files by their statistics."""
+    cols = ", ".join(q(c) for c in columns)
+    return (f"INSERT INTO {target} REPLACE WHERE {q(key)} IN ({', '.join(literals)}) "
+            f"AND {q(key)} BETWEEN {key_range[0]} AND {key_range[1]}\n"
+            f"SELECT {cols} FROM {staging} WHERE {PRESENT}")
 
 
 def model_columns(staging_columns: Iterable[str]) -> List[str]:

@@ -44,6 +44,10 @@ class Staged:
     extra_views: List[str] = field(default_factory=list)
     # A global aggregate's replay: its one row replaces the target's (no key to merge by).
     overwrite: bool = False
+    # Changes-only staging of a single ranged key: its rows without an old row (new keys), and
+    # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
+    new_rows: int = 0
+    new_range: Optional[tuple[str, str]] = None
 
 
 class Stager:
@@ -159,13 +163,19 @@ class Stager:
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         ranged = (bounds and len(config.unique_key) == 1
                   and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES)
-        quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged))[0]
+        from_changes = staged.staged_from in FROM_CHANGES
+        quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
+                                                 from_changes))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
+        staged.new_rows = int(quality.get("new_rows") or 0)
         if ranged and quality.get("key_min") is not None:
             kind = key_types[config.unique_key[0].lower()]
             staged.key_range = (sqlgen.typed_lit(quality["key_min"], kind),
                                 sqlgen.typed_lit(quality["key_max"], kind))
+            if quality.get("new_min") is not None:
+                staged.new_range = (sqlgen.typed_lit(quality["new_min"], kind),
+                                    sqlgen.typed_lit(quality["new_max"], kind))
         key = ", ".join(config.unique_key)
         problems = []
         null_keys = int(quality["null_keys"])

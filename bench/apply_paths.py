@@ -1,0 +1,121 @@
+"""What the atomic ways of applying one staged change set cost on one Delta table (issue #15,
+item 4: "pick the cheapest atomic apply ... and measure it against the alternatives").
+
+A target of N rows (deletion vectors and change feed on, as batch_refresh creates it) receives
+change sets of 0.1% of its keys spread uniformly (the case where the replay's MERGE loses to
+the rebuild: every file holds a changed key): 80% updates, 10% deletes, 10% new keys. Each
+change set is staged and cached the way a replay stages it (model columns, `_br_present`,
+`_br_k_0`), then applied by one of:
+
+* `merge`: the replay's MERGE today (sqlgen.merge_staging: update only changed rows, delete
+  tombstones, insert new keys, the key range as target-only literals);
+* `replace_where`: one `INSERT INTO t REPLACE WHERE id IN (<literal keys>) SELECT <rows>`
+  (Delta's DELETE with deletion vectors, then the insert, in one commit);
+* `delete_insert`: the same as two commits (not atomic; for reference only).
+
+usage: .venv/bin/python bench/apply_paths.py [rows] [rounds]   (run alone: 2 cores)
+Prints the median seconds per method and what each wrote to the target's change feed.
+Everything lives in a temporary directory that is removed at the end.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from typing import Dict, List
+
+from dbt.adapters.spark_batch_refresh import sqlgen
+
+COLUMNS = ["id", "customer_id", "amount", "status"]
+
+
+def main(rows: int, rounds: int) -> None:
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    where = tempfile.mkdtemp(prefix="br-apply-bench-")
+    builder = (SparkSession.builder.master("local[*]")
+               .config("spark.driver.memory", "8g")
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog",
+                       "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.databricks.delta.snapshotPartitions", "1")  # as the embedded default
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.warehouse.dir", f"{where}/warehouse")
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}"))
+    spark = configure_spark_with_delta_pip(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    rng = random.Random(15)
+    try:
+        spark.sql("CREATE TABLE t (id BIGINT, customer_id BIGINT, amount DECIMAL(12,2), "
+                  "status STRING) USING delta TBLPROPERTIES (delta.enableChangeDataFeed = true, "
+                  "delta.enableDeletionVectors = true)")
+        spark.sql(f"INSERT INTO t SELECT id, id % 100000, CAST(id % 997 AS DECIMAL(12,2)), "
+                  f"IF(id % 7 = 0, 'done', 'open') FROM range({rows}) DISTRIBUTE BY id % 20")
+        top = rows
+        found: Dict[str, List[float]] = {"merge": [], "replace_where": [], "delete_insert": []}
+        feed: Dict[str, str] = {}
+        for r in range(rounds + 1):
+            for method in found:
+                changed = max(10, rows // 1000)
+                keys = rng.sample(range(top), changed - changed // 10)
+                new = list(range(top, top + changed // 10))
+                top += len(new)
+                deleted = set(keys[: changed // 10])
+                stage(spark, keys, deleted, new, r)
+                version = spark.sql("DESCRIBE HISTORY t LIMIT 1").collect()[0]["version"]
+                started = time.monotonic()
+                apply(spark, method, keys + new)
+                seconds = time.monotonic() - started
+                if r:  # the first round warms the JIT
+                    found[method].append(seconds)
+                feed[method] = ", ".join(
+                    f"{row['_change_type']} {row['n']}" for row in spark.sql(
+                        f"SELECT _change_type, count(*) AS n FROM table_changes('t', "
+                        f"{version + 1}) GROUP BY 1 ORDER BY 1").collect())
+                spark.sql("DROP VIEW IF EXISTS s")
+        for method, secs in found.items():
+            print(f"{method:14s} median {statistics.median(secs):6.2f} s  ({', '.join(f'{s:.2f}' for s in secs)})"
+                  f"   change feed of the last: {feed[method]}")
+    finally:
+        spark.stop()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def stage(spark, keys: List[int], deleted: set, new: List[int], r: int) -> None:  # type: ignore[no-untyped-def]
+    """The staged rows a replay would cache: changed rows, tombstones (no row) and new keys."""
+    values = []
+    for k in keys + new:
+        if k in deleted:
+            values.append(f"({k}, NULL, NULL, NULL, NULL, {k})")
+        else:
+            values.append(f"({k}, {k % 100000}, CAST({(k + r + 1) % 997} AS DECIMAL(12,2)), "
+                          f"'open', true, {k})")
+    spark.sql("CACHE TABLE s AS SELECT * FROM VALUES " + ", ".join(values)
+              + f" AS s(id, customer_id, amount, status, {sqlgen.PRESENT}, {sqlgen.KEY_PREFIX}0)")
+
+
+def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyped-def]
+    cols = ", ".join(COLUMNS)
+    in_list = ", ".join(str(k) for k in sorted(keys))
+    if method == "merge":
+        spark.sql(sqlgen.merge_staging("t", "s", ["id"], COLUMNS, delete_missing=False,
+                                       key_range=(str(min(keys)), str(max(keys))))).collect()
+    elif method == "replace_where":
+        spark.sql(f"INSERT INTO t REPLACE WHERE id IN ({in_list}) "
+                  f"SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
+    else:
+        spark.sql(f"DELETE FROM t WHERE id IN ({in_list})").collect()
+        spark.sql(f"INSERT INTO t SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000,
+         int(sys.argv[2]) if len(sys.argv) > 2 else 2)
