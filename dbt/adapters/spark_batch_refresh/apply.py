@@ -121,10 +121,9 @@ class Applier:
         feed shows `delete` + `insert` where the MERGE wrote an update's pre- and post-image
         (a downstream batch_refresh model nets both alike); only keys whose row really changed
         are staged (netted), so no unchanged row is rewritten. A new row on the key of an
-        unchanged target row would silently replace it: checked first, as a multi-chunk merge
-        does (the MERGE itself fails on it)."""
-        if staged.new_rows:
-            self.check_new_keys(req, config, staged)
+        unchanged target row would silently replace it: checked by guard() before the commit
+        step, as a multi-chunk merge checks before its first chunk (the MERGE itself fails on
+        it)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         kind = {n: t.lower() for n, t in staged.columns}[alias]
         literals = [sqlgen.typed_lit(str(r["k"]), kind)
@@ -170,6 +169,15 @@ class Applier:
                 raise
             raise _collision(req, config, "this merge was not applied") from None
         return merge_counts(merged)
+
+    def guard(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+              action: str) -> None:
+        """What a single-chunk write checks against the target before its commit step: a run
+        that then loses the race to another run's commit of the same refresh is told so by
+        Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
+        the winner's rows."""
+        if action == REPLAY and replaceable(staged, 1) and staged.new_rows:
+            self.check_new_keys(req, config, staged)
 
     def check_new_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
                        staged: Staged) -> None:

@@ -241,6 +241,7 @@ class Refresher:
         try:
             chunks = self._stage_with_gap(run)
             if chunks == 1:
+                self._applier.guard(req, run.config, run.staged, run.plan.action)
                 fail_point("before_commit")
                 landed = self._applier.commit(req, run.config, run.staged, run.commit(), result)
                 run.committed = True
