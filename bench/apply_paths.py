@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 import shutil
 import statistics
+import os
 import sys
 import tempfile
 import time
@@ -30,28 +31,16 @@ from typing import Dict, List
 
 from dbt.adapters.spark_batch_refresh import sqlgen
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.scratch_spark import scratch_session  # noqa: E402
+
 COLUMNS = ["id", "customer_id", "amount", "status"]
 
 
 def main(rows: int, rounds: int) -> None:
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-
     where = tempfile.mkdtemp(prefix="br-apply-bench-")
-    builder = (SparkSession.builder.master("local[*]")
-               .config("spark.driver.memory", "8g")
-               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-               .config("spark.sql.catalog.spark_catalog",
-                       "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.databricks.delta.snapshotPartitions", "1")  # as the embedded default
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.warehouse.dir", f"{where}/warehouse")
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}"))
-    spark = configure_spark_with_delta_pip(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = scratch_session(where, "local[*]", 2, {"spark.driver.memory": "8g"})
     rng = random.Random(15)
     try:
         spark.sql("CREATE TABLE t (id BIGINT, customer_id BIGINT, amount DECIMAL(12,2), "

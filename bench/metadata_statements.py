@@ -12,11 +12,16 @@ Everything lives in a temporary directory that is removed at the end.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
 import time
 from typing import Dict, List, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.scratch_spark import scratch_session  # noqa: E402
 
 VARIANTS: Dict[str, List[str]] = {
     "none": [],
@@ -32,22 +37,8 @@ VARIANTS: Dict[str, List[str]] = {
 
 
 def main(rounds: int) -> None:
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-
     where = tempfile.mkdtemp(prefix="br-metadata-bench-")
-    builder = (SparkSession.builder.master("local[1]")
-               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-               .config("spark.sql.catalog.spark_catalog",
-                       "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-               .config("spark.sql.shuffle.partitions", "1")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.databricks.delta.snapshotPartitions", "1")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.warehouse.dir", f"{where}/warehouse")
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={where}"))
-    spark = configure_spark_with_delta_pip(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = scratch_session(where, "local[1]", 1)
 
     def timed(sql: str) -> float:
         started = time.monotonic()
