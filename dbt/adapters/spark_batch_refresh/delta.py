@@ -74,7 +74,8 @@ class DeltaReader:
             return None
         stamp = raw_time(rows, 0)
         if stamp is None:  # maybe shifted by Delta within this window: read it alone
-            stamp = as_datetime(self.history(relation, 1)[0]["timestamp"])
+            rows = self.history(relation, 1)  # (a commit since is the latest point then)
+            stamp = as_datetime(rows[0]["timestamp"])
         return UpstreamPoint(int(rows[0]["version"]), stamp)
 
     def latest_points(self, model: str, upstreams: List[str]) -> Dict[str, Optional[UpstreamPoint]]:
