@@ -88,6 +88,9 @@ def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
     assert not replaceable(Staged("st", snapshot, rows=10, key_range=("1", "9")), 1)
     assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, key_range=("1", "9")), 1)
     assert not replaceable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
+    # new keys only (an append): the insert-only MERGE is cheaper
+    assert not replaceable(Staged("st", cols, rows=10, new_rows=10, key_range=("1", "9")), 1)
+    assert replaceable(Staged("st", cols, rows=10, new_rows=9, key_range=("1", "9")), 1)
 
 
 def test_merge_compares_maps_as_json():
