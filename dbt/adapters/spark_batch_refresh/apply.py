@@ -125,10 +125,9 @@ class Applier:
         step, as a multi-chunk merge checks before its first chunk (the MERGE itself fails on
         it)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
-        kind = {n: t.lower() for n, t in staged.columns}[alias]
-        literals = [sqlgen.typed_lit(str(r["k"]), kind)
+        assert staged.key_range is not None and staged.key_type  # replaceable() holds
+        literals = [sqlgen.typed_lit(str(r["k"]), staged.key_type)
                     for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
-        assert staged.key_range is not None  # replaceable() holds
         self._run(sqlgen.replace_where(req.target, staged.source, config.unique_key[0], literals,
                                        columns, staged.key_range))
         return {"rows_inserted": staged.new_rows,
@@ -159,7 +158,7 @@ class Applier:
             req.target, source, config.unique_key, columns,
             delete_missing=delete_missing or commit.action == FULL,
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
-            guard_new_keys=_from_changes(staged),
+            guard_new_keys=staged.from_changes,
             unordered=[n for n, t in staged.columns if not sa.groupable_type(t)],
             key_range=staged.key_range)
         try:
@@ -183,7 +182,7 @@ class Applier:
                        staged: Staged) -> None:
         """Before the first of several chunks: the MERGE guard's check over the whole staging,
         so a bad key fails the refresh with the target untouched (not after chunk 1 landed)."""
-        if not config.unique_key or not _from_changes(staged):
+        if not config.unique_key or not staged.from_changes:
             return
         found = self._fetch(sqlgen.new_key_collisions(
             req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
@@ -216,13 +215,8 @@ def replaceable(staged: Staged, chunks: int) -> bool:
     delete). New keys alone stay a MERGE: Delta runs an insert-only MERGE as an anti-join
     pruned to the key range, cheaper than listing keys and checking them (10M rows, 10,000
     appended: 4.1 s replay by MERGE, 6.4 s by REPLACE WHERE, bench/results/replacewhere.md)."""
-    return (chunks == 1 and _from_changes(staged) and staged.key_range is not None
+    return (chunks == 1 and staged.from_changes and staged.key_range is not None
             and staged.new_rows < staged.rows <= REPLACE_WHERE_MAX_KEYS)
-
-
-def _from_changes(staged: Staged) -> bool:
-    """Changes-only staging (it marks the keys that had a row): its MERGE guards new keys."""
-    return any(n == sqlgen.HAD_OLD for n, _ in staged.columns)
 
 
 def _collision(req: RefreshRequest, config: BatchRefreshConfig,

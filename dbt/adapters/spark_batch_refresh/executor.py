@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -191,7 +191,7 @@ class Refresher:
             if props is None and age is not None and age >= RETENTION_CHECK_AGE:
                 props = self.reader.properties(upstream)
             if props is not None and age is not None:
-                _warn_retention(req.model, upstream, seen, props, run.started)
+                _warn_retention(req.model, upstream, seen, props, age)
         run.plan = replace(plan, pinned={u: replace(p, table_id=ids[u])
                                          for u, p in plan.pinned.items()})
         changed = None
@@ -395,8 +395,8 @@ def _refreshed_concurrently(run: _Run, winner: Optional[RefreshCommit]) -> Refre
 
 
 def _warn_retention(model: str, upstream: str, seen: UpstreamPoint, props: Mapping[str, str],
-                    now: datetime) -> None:
-    risk = retention_risk(props, now - seen.timestamp)
+                    age: timedelta) -> None:
+    risk = retention_risk(props, age)
     if not risk:
         return
     prop, retention, left = risk

@@ -36,8 +36,10 @@ class Staged:
     columns: Columns  # staging columns and types (model columns plus bookkeeping)
     rows: int = 0
     tombstones: int = 0
-    # Literal bounds of a single-column key over the staged rows, for file pruning.
+    # Literal bounds of a single-column key over the staged rows, for file pruning, and the
+    # key's type they are literals of.
     key_range: Optional[tuple[str, str]] = None
+    key_type: Optional[str] = None
     # For a replay: "changes" (row-wise), "join" (delta join), "aggregate" (delta aggregate)
     # or "snapshot" (affected keys recomputed at the pinned versions).
     staged_from: Optional[str] = None
@@ -48,6 +50,13 @@ class Staged:
     # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
     new_range: Optional[tuple[str, str]] = None
+
+    @property
+    def from_changes(self) -> bool:
+        """Netted from signed change rows (sqlgen.staging_from_changes): the staging marks the
+        keys that had a row, and its MERGE guards new keys. Read from the columns, which a
+        resumed run's persisted staging has too (it knows no staged_from)."""
+        return any(n == sqlgen.HAD_OLD for n, _ in self.columns)
 
 
 class Stager:
@@ -163,14 +172,13 @@ class Stager:
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         ranged = (bounds and len(config.unique_key) == 1
                   and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES)
-        from_changes = staged.staged_from in FROM_CHANGES
         quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
-                                                 from_changes))[0]
+                                                 staged.from_changes))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
         if ranged and quality.get("key_min") is not None:
-            kind = key_types[config.unique_key[0].lower()]
+            kind = staged.key_type = key_types[config.unique_key[0].lower()]
             staged.key_range = (sqlgen.typed_lit(quality["key_min"], kind),
                                 sqlgen.typed_lit(quality["key_max"], kind))
             if quality.get("new_min") is not None:
