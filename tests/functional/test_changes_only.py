@@ -31,7 +31,7 @@ select id, map('v', v) as m from {{ source('raw', 'src') }}
 """
 # Delta joins (deltajoin.py): the inner join replays from the change rows of whichever side
 # moved (its `s.*` must not carry the change feed's own columns into one term and not the
-# other); the left join only while its NULL-supplying side (dim) stands still.
+# other); the left join too, by a transition term when its NULL-supplying side (dim) moves.
 INNER_JOIN = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select s.*, d.label from {{ source('raw', 'src') }} s join {{ source('raw', 'dim') }} d
@@ -43,6 +43,13 @@ select s.id, s.grp, d.label from {{ source('raw', 'src') }} s
 left join {{ source('raw', 'dim') }} d on s.grp = d.id
 """
 
+# A right join: src supplies the NULLs, a dim without rows keeps one row of its own.
+RIGHT_JOIN = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select coalesce(s.id, -1 - d.id) as id, d.label, s.v from {{ source('raw', 'src') }} s
+right join {{ source('raw', 'dim') }} d on s.grp = d.id
+"""
+
 
 def by_model(results):
     return {r.node.name: r.adapter_response for r in results}
@@ -52,7 +59,8 @@ class TestChangesOnlyReplay:
     @pytest.fixture(scope="class")
     def models(self):
         return {"sources.yml": sources_yml("src", "dim"), "rw.sql": ROWWISE,
-                "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN}
+                "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN,
+                "rj.sql": RIGHT_JOIN}
 
     def test_netting_and_duplicate_guard(self, project):
         src = f"{project.test_schema}.src"
@@ -84,7 +92,7 @@ class TestChangesOnlyReplay:
         assert (rw["rows_inserted"], rw["rows_updated"], rw["rows_deleted"]) == (1, 3, 2), rw
         assert responses["with_map"]["staged_from"] == "snapshot"
         assert_contract(project, "rw")
-        for joined in ("ij", "lj"):
+        for joined in ("ij", "lj", "rj"):
             assert responses[joined]["staged_from"] == "join", responses[joined]
             assert_contract(project, joined)
         # both sides move: a row gains a partner, a partner changes, one loses its only match
@@ -94,10 +102,16 @@ class TestChangesOnlyReplay:
         project.run_sql(f"delete from {dim} where id = 2")
         responses = by_model(run_ok(["run"]))
         assert responses["ij"]["staged_from"] == "join", responses["ij"]
-        # dim is on the NULL-supplying side of the left join: its affected keys are recomputed
-        assert responses["lj"]["staged_from"] == "snapshot", responses["lj"]
-        for joined in ("ij", "lj"):
+        # dim is on the NULL-supplying side of the left join: the src rows whose grp its
+        # change rows name, joined to dim at its old and new version, netted
+        assert responses["lj"]["staged_from"] == "join", responses["lj"]
+        # staged: the rows of grp 1 (relabelled) and 2 (lost their match), and 8 and 10 (grp 9
+        # gained its match); every other row nets away
+        assert responses["lj"]["staged_rows"] == len(rows(project, (
+            f"select id from {src} where grp in (1, 2, 9)"))), responses["lj"]
+        for joined in ("ij", "lj", "rj"):
             assert responses[joined]["action"] == "replay", responses[joined]
+            assert responses[joined]["staged_from"] == "join", responses[joined]
             assert_contract(project, joined)
         # (EXCEPT ALL, which assert_contract uses, does not take maps)
         as_text = "select id, to_json(m) as m from {} order by id"

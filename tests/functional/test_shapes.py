@@ -63,13 +63,16 @@ select id, customer_id, size from big
 select o.id, o.amount, c.region, c.name
 from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 """, 12, "join"),
+    # Left joins whose right sides gain and lose matches (orders point at customers 41-45 and
+    # products 11-12 that do not exist until a batch inserts them; batches delete some): a
+    # moved right side replays by transition term, the orders whose join key it touched.
     Shape("s_join_left", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select o.id, o.status, c.region, p.category
 from {{ source('raw', 'orders') }} o
 left join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 left join {{ source('raw', 'products') }} p on o.product_id = p.id
-""", 40),
+""", 40, "join"),
     Shape("s_join_four", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 with paid as (
@@ -209,6 +212,16 @@ from {{ source('raw', 'orders') }} o
 join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 join {{ source('raw', 'products') }} p on o.product_id = p.id
 group by coalesce(c.region, '-'), coalesce(p.category, '-')
+""", 2, "aggregate"),
+    # A delta aggregate over a left join (customers without orders count as one row with
+    # NULL order columns): orders' changes reach it by transition term.
+    Shape("s_left_agg_delta", """
+{{ config(materialized='batch_refresh', unique_key='tier', aggregate_upkeep='delta') }}
+select c.tier, count(*) as n, count(o.id) as n_orders, sum(o.amount) as amount,
+       max(o.amount) as top
+from {{ source('raw', 'customers') }} c
+left join {{ source('raw', 'orders') }} o on o.customer_id = c.id
+group by c.tier
 """, 2, "aggregate"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
@@ -411,7 +424,11 @@ class TestShapeCatalogue:
                             ("s_payments_by_customer", "delta aggregate: the model qualifies"),
                             ("s_join_four", "no delta join: the model aggregates"),
                             ("s_join_inner", "[delta join] "),
-                            ("s_join_left", "[affected-key recompute, as it is on a NULL-supplying"),
+                            ("s_join_left", "customers (as c): on the NULL-supplying side"),
+                            ("s_left_agg_delta", "[delta aggregate] "),
+                            ("s_avg_having", "[delta aggregate] "),
+                            ("s_running_total", "[partition recompute] "),
+                            ("s_no_orders", "orders (as o): on the NULL-supplying side"),
                             ("s_qualify_latest", "[partition recompute] ")):
             if model not in names:
                 continue

@@ -23,19 +23,68 @@ def test_an_inner_join_is_linear_in_every_input():
     assert joined.blocker(["raw.c", "raw.o"]) is None
 
 
-def test_outer_join_sides_that_supply_nulls_are_fixed():
+def test_null_supplying_sides_replay_by_transition_or_are_fixed():
     left, _ = _derive("select o.id from raw.o o left join raw.c c on o.cid = c.id "
                       "left join (select p.id from raw.p p join raw.q q on p.q = q.id) pq "
                       "on pq.id = o.pid")
-    assert left.fixed == {"raw.c", "raw.p", "raw.q"}
-    assert left.blocker(["raw.o"]) is None
-    assert "raw.c moved" in left.blocker(["raw.o", "raw.c"])
+    # one upstream scanned directly and joined by an equality: a transition term
+    assert left.outer == {"raw.c"}
+    # a join group (subquery) on the NULL-supplying side: fixed
+    assert left.fixed == {"raw.p", "raw.q"}
+    assert left.blocker(["raw.o", "raw.c"]) is None
+    assert "raw.p moved" in left.blocker(["raw.o", "raw.p"])
     right, _ = _derive("select c.id from raw.o o right join raw.c c on o.cid = c.id")
-    assert right.fixed == {"raw.o"}
+    assert (right.fixed, right.outer) == (frozenset(), {"raw.o"})
     full, _ = _derive("select c.id from raw.o o full join raw.c c on o.cid = c.id")
-    assert full.fixed == {"raw.o", "raw.c"}
+    assert (full.fixed, full.outer) == ({"raw.o", "raw.c"}, frozenset())
     semi, _ = _derive("select o.id from raw.o o left anti join raw.c c on o.cid = c.id")
-    assert semi.fixed == {"raw.c"}
+    assert semi.outer == {"raw.c"}
+    # under a later RIGHT join, the LEFT join's right side supplies NULLs twice
+    nested, _ = _derive("select e.id from raw.o o left join raw.c c on o.cid = c.id "
+                        "right join raw.e e on e.id = o.eid")
+    assert "raw.c" in nested.fixed and "raw.c" not in nested.outer
+
+
+@pytest.mark.parametrize("on", [
+    "using (cid)",                       # no side to name the preserved key by
+    "on cid = c.id",                     # unqualified: could be either side's
+    "on o.cid <=> c.id",                 # matches NULL keys, which IN does not
+    "on c.active",                       # no equality with the preserved side
+    "on c.id = c.parent",
+])
+def test_a_null_supplying_side_without_an_equality_key_is_fixed(on):
+    joined, _ = _derive(f"select o.id from raw.o o left join raw.c c {on}")
+    assert joined.fixed == {"raw.c"} and not joined.outer
+
+
+def test_a_transition_term_restricts_the_preserved_rows_to_the_changed_join_keys():
+    sql = ("select o.id, c.x from raw.o o left join raw.c c "
+           "on o.cid + 1 = c.id and c.k = o.k and c.active where o.v > 0")
+    joined, _ = _derive(sql)
+    plus, minus = joined.terms(sql, _changes, ["raw.c", "raw.o"],
+                               new={"raw.c": 5, "raw.o": 9}, old={"raw.c": 4, "raw.o": 8})
+    c_plus, o_plus = plus.split("UNION ALL")
+    c_minus, _ = minus.split("UNION ALL")
+    restriction = ("WHERE o.v > 0 AND (o.cid + 1, o.k) IN (SELECT DISTINCT `id`, `k` FROM "
+                   "(SELECT * FROM table_changes('raw.c', 3, 4) WHERE _change_type IN "
+                   "('insert', 'update_postimage', 'delete', 'update_preimage')")
+    for term, version in ((c_plus, 5), (c_minus, 4)):
+        flat = term.replace("\n", " ")
+        assert f"raw.c VERSION AS OF {version} AS c" in flat
+        assert "raw.o VERSION AS OF 8 AS o" in flat  # after raw.c in name order: old
+        assert restriction.lower() in flat.lower()
+    # the preserved side's own term is the usual one: its change rows, raw.c at its new version
+    assert "TABLE_CHANGES('raw.o'" in o_plus and "raw.c VERSION AS OF 5" in o_plus
+    assert " IN (SELECT" not in o_plus
+
+
+def test_a_right_join_restricts_its_right_side():
+    sql = "select c.id, o.v from raw.o o right join raw.c c on o.cid = c.id"
+    joined, _ = _derive(sql)
+    plus, minus = joined.terms(sql, _changes, ["raw.o"], new={"raw.c": 5, "raw.o": 9},
+                               old={"raw.c": 5, "raw.o": 8})
+    assert "raw.o VERSION AS OF 9" in plus and "raw.o VERSION AS OF 8" in minus
+    assert "WHERE c.id IN (SELECT DISTINCT `cid`" in plus
 
 
 @pytest.mark.parametrize("sql, reason", [
@@ -110,8 +159,13 @@ def test_explain_names_the_rule_per_upstream():
                           ups, "idle")
     assert "incremental (delta join" in text
     assert "[delta join] raw.o (as o)" in text
+    assert "[delta join] raw.c (as c): on the NULL-supplying side of an outer join" in text
+    assert "A run in which" not in text
+    full = "select o.id, c.region from raw.o o full join raw.c c on o.cid = c.id"
+    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)), sa.analyze(full, ["id"]),
+                          ups, "idle")
     assert "[affected-key recompute, as it is on a NULL-supplying side] raw.c (as c)" in text
-    assert "A run in which raw.c moved recomputes its affected keys" in text
+    assert "A run in which raw.c, raw.o moved recomputes its affected keys" in text
     windowed = ("select o.id, row_number() over (partition by c.id order by o.id) as r "
                 "from raw.o o join raw.c c on o.cid = c.id")
     text = explain.render("m", BatchRefreshConfig(unique_key=("id",)),

@@ -318,14 +318,16 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
         raise NotDelta("aggregates in a subquery below its GROUP BY")
     joined = None
     if len(upstreams) > 1 or inner.find(exp.Join):
-        # The input's change rows come from its delta join: it must be linear in every input
-        # whichever moves (a NULL-supplying side would need the matched/unmatched transitions).
+        # The input's signed rows come from its delta join, whichever input moves: an input
+        # no term covers (deltajoin: fixed) would leave the sidecar behind on its runs.
         joined, why = dj.derive(inner)
         if joined is None:
             raise NotDelta(f"reads its input through a join that {why}")
         if joined.fixed:
-            raise NotDelta("reads its input through an outer (or semi/anti) join; delta "
-                           "aggregates take inner joins")
+            raise NotDelta(
+                f"reads {', '.join(sorted(joined.fixed))} on a NULL-supplying side that is not "
+                "one upstream joined by an equality with the preserved side (a FULL join, a "
+                "subquery or join group, USING, or no equality in ON)")
     # The output: each projection (and HAVING) over the state relation.
     output = exp.select(*[_over_state(p, key_exprs, by_node) for p in tree.expressions])
     output = output.from_("_br_state")

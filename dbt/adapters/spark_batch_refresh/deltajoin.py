@@ -13,16 +13,27 @@ upstream replaced by its change rows and the others pinned `VERSION AS OF`: the 
 (sqlgen.staging_from_changes) leaves the rows that appeared and the keys whose row went away.
 
 An outer join is linear in its preserved side only: whether a preserved row is NULL-extended
-depends on all of the other side. So the inputs on a NULL-supplying side (the right of a LEFT
-join, the left of a RIGHT join, both of a FULL join, the right of a SEMI or ANTI join) are
-*fixed*: while they have not moved, the delta join holds; a run where one of them moved
-recomputes the affected keys instead (analysis.affected_keys_sql), and says so.
+depends on all of the other side. The telescoping sum above holds for any model, though, linear
+or not; only the form of a term changes. When an upstream U is read directly on the
+NULL-supplying side of a LEFT (or semi/anti) join, or the left of a first RIGHT join, whose ON
+has an equality `<preserved expression> = u.y`, every output row a change of U can alter comes
+from a preserved row whose expression is among the y values of U's change rows (pre- and
+post-images): the matched/unmatched transitions all happen there, and every other preserved row
+joins the same rows of U before and after. So U's term is the model restricted to
+`<preserved expression> IN (those y)`, evaluated with U at its new version (plus) and at its
+old (minus); the rows both sides share net away. The preserved side is scanned, U is read at
+two versions, and no key of the output is recomputed.
+
+The upstreams this does not cover are *fixed*: both sides of a FULL join, a NULL-supplying
+side that is a subquery or join group, or whose ON has no such equality (or is USING). While
+they have not moved, the delta join holds; a run where one of them moved recomputes the
+affected keys instead (analysis.affected_keys_sql), and says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Collection, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 import sqlglot
 from sqlglot import exp
@@ -59,6 +70,8 @@ class DeltaJoin:
     # The model selects `*` somewhere: the change rows must carry only the table's own columns
     # (the change feed's _change_type, ... would shift a term's columns against the others').
     star: bool = False
+    # Upstreams on a NULL-supplying side that replay by transition term (_transition).
+    outer: FrozenSet[str] = frozenset()
 
     def blocker(self, moved: Collection[str]) -> Optional[str]:
         """Why this run cannot replay by delta join (None when it can)."""
@@ -66,7 +79,9 @@ class DeltaJoin:
         if held:
             return (f"{', '.join(held)} moved, and "
                     f"{'it is' if len(held) == 1 else 'they are'} on the NULL-supplying side "
-                    "of an outer (or semi/anti) join, where the model is not linear")
+                    "of an outer (or semi/anti) join, where the model is not linear, and not "
+                    "as one upstream joined by an equality with the preserved side (a FULL "
+                    "join, a subquery or join group, USING, or no equality in ON)")
         return None
 
     def terms(self, sql: str, change_rows: Callable[[str, Tuple[str, ...]], str],
@@ -83,20 +98,19 @@ class DeltaJoin:
         for i, upstream in enumerate(order):
             pins = {u: new[u] for u in self.upstreams if u != upstream}
             pins.update({u: old[u] for u in order[i + 1:]})
+            if upstream in self.outer:
+                keys = change_rows(upstream, PLUS + MINUS)
+                plus.append(_transition(sql, upstream, keys, {**pins, upstream: new[upstream]}))
+                minus.append(_transition(sql, upstream, keys, {**pins, upstream: old[upstream]}))
+                continue
             plus.append(_term(sql, upstream, change_rows(upstream, PLUS), pins))
             minus.append(_term(sql, upstream, change_rows(upstream, MINUS), pins))
         return _union_all(plus), _union_all(minus)
 
 
 def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> str:
-    """The model with `upstream` read from `change_sql` and the others at `pins`. A UNION ALL
-    branch that does not read `upstream` contributes nothing to this term's difference (its
-    rows are the same on the plus and the minus side), so it is emptied, not scanned twice."""
-    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
-    for union in list(tree.find_all(exp.Union)):
-        for branch in (union.this, union.expression):
-            if not any(st.table_name(s) == upstream for s in st.scans(branch)):
-                st.empty(branch)
+    """The model with `upstream` read from `change_sql` and the others at `pins`."""
+    tree = _reading(sql, upstream)
     for scan in st.scans(tree):
         name = st.table_name(scan)
         if name == upstream:
@@ -105,6 +119,64 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
         elif name in pins:
             st.pin(scan, pins[name])
     return tree.sql(dialect=DIALECT)
+
+
+def _transition(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> str:
+    """The model with every upstream (`upstream` too) at `pins`, restricted to the preserved
+    rows whose join key is among the keys of `upstream`'s change rows (`change_sql`)."""
+    tree = _reading(sql, upstream)
+    scan, = (s for s in st.scans(tree) if st.table_name(s) == upstream)
+    # The left of a RIGHT join is the FROM item, and its join the select's first.
+    select = scan.parent.parent
+    join = scan.parent if isinstance(scan.parent, exp.Join) else select.args["joins"][0]
+    pairs = _join_keys(join, scan.alias_or_name)
+    assert pairs, f"{upstream}: no equality with the preserved side"
+    columns = ", ".join(exp.column(column, quoted=True).sql(dialect=DIALECT) for _, column in pairs)
+    preserved = [expr.sql(dialect=DIALECT) for expr, _ in pairs]
+    probe = preserved[0] if len(preserved) == 1 else f"({', '.join(preserved)})"
+    restriction = sqlglot.parse_one(
+        f"{probe} IN (SELECT DISTINCT {columns} FROM ({change_sql}) _br_k)", read=DIALECT)
+    select.where(restriction, append=True, copy=False)
+    for other in st.scans(tree):
+        name = st.table_name(other)
+        if name in pins:
+            st.pin(other, pins[name])
+    return tree.sql(dialect=DIALECT)
+
+
+def _reading(sql: str, upstream: str) -> exp.Expression:
+    """The model's tree, CTEs inlined. A UNION ALL branch that does not read `upstream`
+    contributes nothing to its term's difference (its rows are the same on the plus and the
+    minus side), so it is emptied, not scanned twice."""
+    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    for union in list(tree.find_all(exp.Union)):
+        for branch in (union.this, union.expression):
+            if not any(st.table_name(s) == upstream for s in st.scans(branch)):
+                st.empty(branch)
+    return tree
+
+
+def _join_keys(join: exp.Join, alias: str) -> List[Tuple[exp.Expression, str]]:
+    """The ON's equalities `<preserved expression> = <alias>.<column>`, as (expression,
+    column): the preserved expression must name columns, each of another table alias. (`<=>`
+    also matches NULL keys, which an IN never does, so it does not count.)"""
+    on = join.args.get("on")
+    if on is None or join.args.get("using"):
+        return []
+    pairs: List[Tuple[exp.Expression, str]] = []
+    for conjunct in st.conjuncts(on):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for mine, other in ((conjunct.this, conjunct.expression),
+                            (conjunct.expression, conjunct.this)):
+            if not (isinstance(mine, exp.Column) and mine.table == alias):
+                continue
+            names = list(other.find_all(exp.Column))
+            if names and all(c.table and c.table != alias for c in names) \
+                    and other.find(exp.Subquery) is None:
+                pairs.append((other, mine.name))
+                break
+    return pairs
 
 
 def _union_all(queries: Sequence[str]) -> str:
@@ -137,7 +209,9 @@ def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
     if any(t.args.get("version") for t in st.scans(inlined)):
         return None, "pins an upstream with its own time travel clause"
     star = any(p.is_star for sel in inlined.find_all(exp.Select) for p in sel.expressions)
-    return DeltaJoin(tuple(sorted(set(names))), frozenset(_null_supplying(inlined)), star), None
+    fixed, outer = _null_supplying(inlined)
+    return DeltaJoin(tuple(sorted(set(names))), frozenset(fixed), star,
+                     frozenset(outer - set(fixed))), None
 
 
 def nonlinear(tree: exp.Expression) -> Optional[str]:
@@ -155,22 +229,41 @@ def nonlinear(tree: exp.Expression) -> Optional[str]:
     return None
 
 
-def _null_supplying(tree: exp.Expression) -> List[str]:
-    """Upstreams read on a NULL-supplying side of some join (or under a semi/anti join)."""
+def _null_supplying(tree: exp.Expression) -> Tuple[List[str], Set[str]]:
+    """Upstreams read on a NULL-supplying side of some join (or under a semi/anti join): the
+    fixed ones, and those a transition term replays (scanned directly, joined by an equality
+    with the preserved side). An upstream also on another such side (a nested one) or under
+    a FULL join is fixed, whatever it is at its own join."""
     fixed: List[str] = []
+    outer: Set[str] = set()
     for select in tree.find_all(exp.Select):
         seen: List[exp.Expression] = [select.args["from_"]] if select.args.get("from_") else []
         for join in select.args.get("joins") or []:
             side = (join.side or "").upper()
             kind = (join.kind or "").upper()
+            supplying: List[exp.Expression] = []
             if side == "FULL":
                 fixed += _tables(seen) + _tables([join])
             elif side == "RIGHT":
-                fixed += _tables(seen)
+                supplying = seen
             elif side == "LEFT" or kind in ("SEMI", "ANTI"):
-                fixed += _tables([join])
+                supplying = [join]
+            transitioned = _transitioned(supplying, join)
+            if transitioned:
+                outer.add(transitioned)
+            else:
+                fixed += _tables(supplying)
             seen.append(join)
-    return fixed
+    return fixed, outer
+
+
+def _transitioned(supplying: List[exp.Expression], join: exp.Join) -> Optional[str]:
+    """The upstream a transition term replays, when the NULL-supplying side of `join` is that
+    one upstream's scan and the ON relates it to the preserved side by an equality."""
+    if len(supplying) != 1 or not isinstance(supplying[0].this, exp.Table):
+        return None
+    scan = supplying[0].this
+    return st.table_name(scan) if _join_keys(join, scan.alias_or_name) else None
 
 
 def _tables(nodes: List[exp.Expression]) -> List[str]:

@@ -94,6 +94,13 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         joined = analysis.delta_join
         for path in analysis.key_paths:
             rule = "row-wise" if analysis.rowwise else path.rule
+            if joined is not None and path.occurrence.upstream in joined.outer:
+                lines.append(f"    - [{dj.RULE}] {path.occurrence.upstream} (as "
+                             f"{path.occurrence.alias}): on the NULL-supplying side of an outer "
+                             "join; the preserved rows whose join key its change rows touch, "
+                             "joined to it at its old and its new version (the matched/unmatched "
+                             "transitions), every other upstream read at a pinned version")
+                continue
             if joined is not None and path.occurrence.upstream not in joined.fixed:
                 lines.append(f"    - [{dj.RULE}] {path.occurrence.upstream} (as "
                              f"{path.occurrence.alias}): its signed change rows through the "
@@ -113,7 +120,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                 "their new version, those after it at their old), netted by key; the moved "
                 "upstream itself is not scanned"
                 + (f". A run in which {', '.join(sorted(joined.fixed))} moved recomputes its "
-                   "affected keys instead (not linear in a NULL-supplying side)"
+                   "affected keys instead (on a NULL-supplying side that is not one upstream "
+                   "joined by an equality with the preserved side)"
                    if joined.fixed else ""))
         else:
             sources = key_sources(analysis.normalized_sql, analysis.key)
@@ -145,9 +153,13 @@ def _delta_lines(analysis: sa.Analysis) -> List[str]:
     groups = (f"grouped by {', '.join(delta.keys)}" if delta.keys
               else "summed into its one row (a global aggregate)")
     extremes = any(a.kind in ("min", "max") for a in delta.aggregates)
+    outer = sorted(delta.join.outer) if delta.join is not None else []
     source = (f"{delta.upstreams[0]}: its signed change rows" if delta.join is None else
-              f"{', '.join(delta.upstreams)}: the signed change rows of their inner join "
-              f"([{dj.RULE}]: each moved upstream's change rows, the others pinned)")
+              f"{', '.join(delta.upstreams)}: the signed change rows of their join "
+              f"([{dj.RULE}]: each moved upstream's change rows, the others pinned"
+              + (f"; {', '.join(outer)}, on a NULL-supplying side, by the preserved rows "
+                 "whose join key its change rows touch, at its old and new version"
+                 if outer else "") + ")")
     return [
         "  key paths (how a changed upstream row reaches the output keys):",
         f"    - [{ad.RULE}] {source} {groups}, "
@@ -155,7 +167,8 @@ def _delta_lines(analysis: sa.Analysis) -> List[str]:
         "  staging:    per-group state in a sidecar Delta table next to the state table "
         "(written before the target); "
         + ("the upstream is not scanned" if delta.join is None else
-           "a moved upstream is not scanned, its join partners are (pinned)")
+           "a moved upstream is not scanned (unless on a NULL-supplying side), its join "
+           "partners are (pinned)")
         + ("; min/max read it only for groups whose old extreme was deleted" if extremes else "")
         + ". A float or double sum or average recomputes its affected groups instead (exact, "
         "no drift).",
