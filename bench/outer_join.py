@@ -8,8 +8,9 @@ round changes 0.1% of dim: 80% relabelled, 10% deleted (their facts lose their o
 10% inserted at missing ids (their facts gain one). The same change is staged three ways, each
 cached the way a replay caches its staging (`CACHE TABLE ... AS`, then a count):
 
-* `transition`: the delta join's transition term (deltajoin.py): the facts whose dim_id is
-  among the change rows' ids, joined to dim at its new and at its old version, netted;
+* `transition`: the delta join's transition term (deltajoin.py): the changed dim ids cached,
+  then the facts whose dim_id is among them, joined to dim at its new and at its old version,
+  netted;
 * `affected_keys`: what a run did before it (and still does for a FULL join): the affected
   output keys first (analysis.affected_keys_sql), then the model recomputed for those keys;
 * `rebuild`: the model from scratch into a new Delta table (what `table` does).
@@ -74,10 +75,10 @@ def main(rows: int, rounds: int) -> None:
         top = dims
         for r in range(rounds + 1):
             start = version(spark, "dim") + 1
-            changed = max(10, dims // 1000)
+            changed = max(10, dims // 1000)  # about: 80% updated, 10% deleted, 10% new
             spark.sql(f"UPDATE dim SET label = concat(label, '-r{r}') "
-                      f"WHERE pmod(xxhash64(id, {r}), 1000) < 8")
-            spark.sql(f"DELETE FROM dim WHERE pmod(xxhash64(id, {r}), 1000) = 8")
+                      f"WHERE pmod(xxhash64(id, {r}), 10000) < 8")
+            spark.sql(f"DELETE FROM dim WHERE pmod(xxhash64(id, {r}), 10000) = 8")
             spark.sql(f"INSERT INTO dim SELECT id, concat('new-', id) FROM "
                       f"range({top}, {top + changed // 10})")
             top += changed // 10
@@ -90,8 +91,12 @@ def main(rows: int, rounds: int) -> None:
                 return sa.change_rows_sql(upstream, *ranges[upstream], types)
 
             t0 = time.perf_counter()
-            plus, minus = joined.terms(MODEL, change_rows, ranges, new, old)
-            n = cached(spark, f"_t{r}", sqlgen.staging_from_changes(plus, minus, COLUMNS, KEY))
+            for name, select in joined.transition_keys(MODEL, f"_t{r}", ranges, change_rows):
+                cached(spark, name, select)
+            plus, minus = joined.terms(MODEL, change_rows, ranges, new, old,
+                                       joined.key_views(f"_t{r}"))
+            cached(spark, f"_t{r}_net", sqlgen.net_rows(plus, minus, COLUMNS))
+            n = cached(spark, f"_t{r}", sqlgen.staging_from_net(f"_t{r}_net", COLUMNS, KEY))
             timing = {"transition": time.perf_counter() - t0}
             staged["transition"] = n
 
@@ -107,7 +112,7 @@ def main(rows: int, rounds: int) -> None:
             spark.sql(f"CREATE OR REPLACE TABLE rebuilt USING delta AS "
                       f"{sa.pin_versions(MODEL, new)}")
             timing["rebuild"] = time.perf_counter() - t0
-            for view in (f"_t{r}", f"_k{r}", f"_a{r}"):
+            for view in (f"_t{r}", f"_t{r}_outer0", f"_t{r}_net", f"_k{r}", f"_a{r}"):
                 spark.sql(f"DROP VIEW IF EXISTS {view}")
             label = "warm-up" if r == 0 else f"round {r}"
             print(f"{label}: " + ", ".join(f"{m} {s:.2f}s" for m, s in timing.items())

@@ -77,14 +77,15 @@ class SidecarUpkeep:
         entries = self._history(ctx.sidecar)
         if entries is None:
             return None
-        plus, minus = _signed_input(agg, ranges, pinned)
         delta = f"{view}_delta"
         mine = _version_of(entries, ctx.plan_id)
         base = _version_of(entries, ctx.previous_plan) if ctx.previous_plan else None
         if mine is None and base is None:
             return None
+        views: List[str] = []
+        plus, minus = self._signed_input(agg, ranges, pinned, view, views)
         self._run(f"CACHE TABLE {delta} AS\n{agg.delta_sql(plus, minus)}")
-        views = [delta]
+        views.append(delta)
         state = f"{view}_state"
         if mine is not None:
             # Written by this plan already (a resumed refresh that restages): read it back.
@@ -119,6 +120,25 @@ class SidecarUpkeep:
         fail_point("after_sidecar")
         return AggStaged(state, views)
 
+    def _signed_input(self, agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
+                      pinned: Mapping[str, int], view: str, views: List[str]) -> Tuple[str, str]:
+        """The aggregate's input over the change rows: what it gains (plus) and loses (minus).
+        A transition upstream's changed join keys are cached first (into `views`)."""
+        if agg.join is None:
+            (upstream, (start, end)), = ranges.items()
+            return (sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES),
+                    sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES))
+        old = {**pinned, **{u: start - 1 for u, (start, _) in ranges.items()}}
+
+        def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
+            return sa.change_rows_sql(upstream, *ranges[upstream], types)
+
+        for name, select in agg.join.transition_keys(agg.input_sql, view, ranges, change_rows):
+            self._run(f"CACHE TABLE {name} AS\n{select}")
+            views.append(name)
+        return agg.join.terms(agg.input_sql, change_rows, ranges, pinned, old,
+                              agg.join.key_views(view))
+
     def _history(self, sidecar: str) -> Optional[List[Dict[str, Any]]]:
         try:
             return self._reader.history(sidecar, _LOOKBACK)
@@ -127,19 +147,6 @@ class SidecarUpkeep:
             if "TABLE_OR_VIEW_NOT_FOUND" in text or "cannot be found" in text or "not a Delta" in text:
                 return None
             raise
-
-
-def _signed_input(agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
-                  pinned: Mapping[str, int]) -> Tuple[str, str]:
-    """The aggregate's input over the change rows: what it gains (plus) and loses (minus)."""
-    if agg.join is None:
-        (upstream, (start, end)), = ranges.items()
-        return (sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES),
-                sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES))
-    old = {**pinned, **{u: start - 1 for u, (start, _) in ranges.items()}}
-    return agg.join.terms(agg.input_sql,
-                          lambda u, types: sa.change_rows_sql(u, *ranges[u], types),
-                          ranges, pinned, old)
 
 
 def _metadata(ctx: AggRun) -> str:

@@ -33,7 +33,7 @@ affected keys instead (analysis.affected_keys_sql), and says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Collection, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Set, Tuple
 
 import sqlglot
 from sqlglot import exp
@@ -84,14 +84,38 @@ class DeltaJoin:
                     "join, a subquery or join group, USING, or no equality in ON)")
         return None
 
+    def key_views(self, view: str) -> Dict[str, str]:
+        """The cached view each transition upstream's changed join keys go to, for a staging
+        under `view`."""
+        return {u: f"{view}_outer{i}" for i, u in enumerate(sorted(self.outer))}
+
+    def transition_keys(self, sql: str, view: str, moved: Collection[str],
+                        change_rows: Callable[[str, Tuple[str, ...]], str],
+                        ) -> List[Tuple[str, str]]:
+        """(view, query) of the distinct join keys of each moved transition upstream's change
+        rows (pre- and post-images), to cache before the terms are run: a cached relation's
+        size is known, so Spark broadcasts it into the preserved side's semi join. Left a
+        subquery of the change feed, its size is unknown and the preserved side is shuffled
+        whole (10M rows: twice the affected-key recompute's time, bench/outer_join.py)."""
+        views = self.key_views(view)
+        found = []
+        for upstream in sorted(set(moved) & self.outer):
+            _, _, pairs = _outer_join(_reading(sql, upstream), upstream)
+            columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
+            found.append((views[upstream], f"SELECT DISTINCT {columns} FROM "
+                                           f"({change_rows(upstream, PLUS + MINUS)}) _br_k"))
+        return found
+
     def terms(self, sql: str, change_rows: Callable[[str, Tuple[str, ...]], str],
               moved: Collection[str], new: Mapping[str, int], old: Mapping[str, int],
+              keys: Mapping[str, str] = {},
               ) -> Tuple[str, str]:
         """The plus and the minus side of the sum, each one query (UNION ALL of the terms).
 
         `change_rows(upstream, change_types)` is the SQL of those change rows of `upstream`
         in the run's range. Every other upstream of a term is pinned: the ones before it in
-        the order at the new version, the ones after it at the old."""
+        the order at the new version, the ones after it at the old. `keys` names the relation
+        holding each moved transition upstream's changed join keys (transition_keys)."""
         order = sorted(moved)
         plus: List[str] = []
         minus: List[str] = []
@@ -99,9 +123,10 @@ class DeltaJoin:
             pins = {u: new[u] for u in self.upstreams if u != upstream}
             pins.update({u: old[u] for u in order[i + 1:]})
             if upstream in self.outer:
-                keys = change_rows(upstream, PLUS + MINUS)
-                plus.append(_transition(sql, upstream, keys, {**pins, upstream: new[upstream]}))
-                minus.append(_transition(sql, upstream, keys, {**pins, upstream: old[upstream]}))
+                plus.append(_transition(sql, upstream, keys[upstream],
+                                        {**pins, upstream: new[upstream]}))
+                minus.append(_transition(sql, upstream, keys[upstream],
+                                         {**pins, upstream: old[upstream]}))
                 continue
             plus.append(_term(sql, upstream, change_rows(upstream, PLUS), pins))
             minus.append(_term(sql, upstream, change_rows(upstream, MINUS), pins))
@@ -121,27 +146,34 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
     return tree.sql(dialect=DIALECT)
 
 
-def _transition(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> str:
+def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> str:
     """The model with every upstream (`upstream` too) at `pins`, restricted to the preserved
-    rows whose join key is among the keys of `upstream`'s change rows (`change_sql`)."""
+    rows whose join key is in `keys` (the relation of `upstream`'s changed join keys)."""
     tree = _reading(sql, upstream)
+    select, _, pairs = _outer_join(tree, upstream)
+    columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
+    preserved = [expr.sql(dialect=DIALECT) for expr, _ in pairs]
+    probe = preserved[0] if len(preserved) == 1 else f"({', '.join(preserved)})"
+    restriction = sqlglot.parse_one(f"{probe} IN (SELECT {columns} FROM {keys})", read=DIALECT)
+    select.where(restriction, append=True, copy=False)
+    for scan in st.scans(tree):
+        name = st.table_name(scan)
+        if name in pins:
+            st.pin(scan, pins[name])
+    return tree.sql(dialect=DIALECT)
+
+
+def _outer_join(tree: exp.Expression, upstream: str,
+                ) -> Tuple[exp.Select, exp.Join, List[Tuple[exp.Expression, str]]]:
+    """The SELECT and the join that read `upstream` on a NULL-supplying side, and its
+    equalities with the preserved side (derive() made sure there is one)."""
     scan, = (s for s in st.scans(tree) if st.table_name(s) == upstream)
     # The left of a RIGHT join is the FROM item, and its join the select's first.
     select = scan.parent.parent
     join = scan.parent if isinstance(scan.parent, exp.Join) else select.args["joins"][0]
     pairs = _join_keys(join, scan.alias_or_name)
-    assert pairs, f"{upstream}: no equality with the preserved side"
-    columns = ", ".join(exp.column(column, quoted=True).sql(dialect=DIALECT) for _, column in pairs)
-    preserved = [expr.sql(dialect=DIALECT) for expr, _ in pairs]
-    probe = preserved[0] if len(preserved) == 1 else f"({', '.join(preserved)})"
-    restriction = sqlglot.parse_one(
-        f"{probe} IN (SELECT DISTINCT {columns} FROM ({change_sql}) _br_k)", read=DIALECT)
-    select.where(restriction, append=True, copy=False)
-    for other in st.scans(tree):
-        name = st.table_name(other)
-        if name in pins:
-            st.pin(other, pins[name])
-    return tree.sql(dialect=DIALECT)
+    assert isinstance(select, exp.Select) and pairs, f"{upstream}: no transition term"
+    return select, join, pairs
 
 
 def _reading(sql: str, upstream: str) -> exp.Expression:

@@ -342,7 +342,7 @@ class Refresher:
         # `CACHE TABLE ... AS SELECT` before the caching fails (a gap met while staging), and
         # the backfill that follows stages under the same name.
         if run.staged is None:  # staging failed, maybe part-way
-            views = [run.view] + self._stager.derived_views(run.view)
+            views = [run.view] + self._stager.derived_views(run.view, run.analysis)
         else:
             views = [run.view] if run.staged.source == run.view else []
         try:

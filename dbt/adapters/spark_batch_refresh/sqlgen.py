@@ -88,20 +88,38 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
     with an appearing row gets that row, any other affected key a tombstone. The upstream at the
     pinned version is never scanned.
     """
+    return (f"WITH _br_net AS (\n{net_rows(plus_sql, minus_sql, columns)}\n),\n"
+            + _staging_from_net("_br_net", columns, unique_key))
+
+
+def net_rows(plus_sql: str, minus_sql: str, columns: Sequence[str]) -> str:
+    """The signed output rows netted: each distinct row with its count, where it is not 0."""
     cols = ", ".join(q(c) for c in columns)
-    keys = ", ".join(q(k) for k in unique_key)
     return (
-        f"WITH _br_net AS (\n"
         f"  SELECT {cols}, sum(_br_s) AS _br_n FROM (\n"
         f"    SELECT {cols}, 1 AS _br_s FROM (\n{plus_sql}\n    ) _br_p\n"
         f"    UNION ALL\n"
         f"    SELECT {cols}, -1 AS _br_s FROM (\n{minus_sql}\n    ) _br_m\n"
-        f"  ) _br_d GROUP BY {cols} HAVING sum(_br_s) <> 0\n),\n"
-        f"_br_affected AS (SELECT DISTINCT {keys} FROM _br_net),\n"
-        f"_br_old AS (SELECT DISTINCT {keys}, true AS {HAD_OLD} FROM _br_net WHERE _br_n < 0),\n"
+        f"  ) _br_d GROUP BY {cols} HAVING sum(_br_s) <> 0"
+    )
+
+
+def staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
+    """staging_from_changes over netted rows cached beforehand in `net` (net_rows): the
+    staging reads them three times, and Spark reuses only part of a plan that computes them
+    (a transition term's preserved side would be scanned twice over)."""
+    return "WITH " + _staging_from_net(net, columns, unique_key)
+
+
+def _staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
+    cols = ", ".join(q(c) for c in columns)
+    keys = ", ".join(q(k) for k in unique_key)
+    return (
+        f"_br_affected AS (SELECT DISTINCT {keys} FROM {net}),\n"
+        f"_br_old AS (SELECT DISTINCT {keys}, true AS {HAD_OLD} FROM {net} WHERE _br_n < 0),\n"
         # A row appearing twice stays twice, so the key check reports the duplicate.
         f"_br_rows AS (\n  SELECT {cols}, true AS {PRESENT}\n"
-        f"  FROM (SELECT * FROM _br_net WHERE _br_n > 0) _br_g\n"
+        f"  FROM (SELECT * FROM {net} WHERE _br_n > 0) _br_g\n"
         f"  LATERAL VIEW explode(sequence(1L, _br_n)) _br_x AS _br_i\n)\n"
         f"SELECT _br_r.*, _br_o.{HAD_OLD}, {_keys_out(unique_key, '_br_a')}\n"
         f"FROM _br_affected _br_a\n"

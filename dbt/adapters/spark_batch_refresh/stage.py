@@ -84,7 +84,7 @@ class Stager:
             ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
                       if p.version > plan.consumed[u].version}
             select, staged_from = self._changes_only(sql, analysis, config, plan, ranges,
-                                                     model_columns)
+                                                     model_columns, view, extra)
             if select is None and delta is not None and agg_run is not None:
                 upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
                 if upkept is not None:
@@ -126,7 +126,7 @@ class Stager:
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
                       plan: Plan, ranges: Mapping[str, tuple[int, int]],
-                      columns: Columns) -> Tuple[Optional[str], str]:
+                      columns: Columns, view: str, extra: List[str]) -> Tuple[Optional[str], str]:
         """The model's staging from its upstreams' change feeds alone, when possible, and
         what it was staged from ("changes", "join"; "snapshot" when it was not possible).
 
@@ -155,9 +155,19 @@ class Stager:
         def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
             return sa.change_rows_sql(upstream, *ranges[upstream], types, own[upstream])
 
+        transitions = joined.transition_keys(sql, view, ranges, change_rows)
+        for name, select in transitions:
+            self._run(f"CACHE TABLE {name} AS\n{select}")
+            extra.append(name)
         plus, minus = joined.terms(sql, change_rows, ranges, plan.versions_to(),
-                                   plan.versions_from())
-        return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
+                                   plan.versions_from(), joined.key_views(view))
+        if not transitions:
+            return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
+        # A transition term reads the preserved side whole: its netted rows are cached once.
+        net = f"{view}_net"
+        self._run(f"CACHE TABLE {net} AS\n{sqlgen.net_rows(plus, minus, names)}")
+        extra.append(net)
+        return sqlgen.staging_from_net(net, names, config.unique_key), "join"
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
                     model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:
@@ -233,11 +243,14 @@ class Stager:
         staged.source = table
 
     @staticmethod
-    def derived_views(view: str) -> List[str]:
+    def derived_views(view: str, analysis: sa.Analysis) -> List[str]:
         """The cached views a staging under `view` may create besides `view` itself (the
-        affected keys; the delta aggregate's steps, aggstage.py): a staging that raised
-        part-way has not reported them in Staged.extra_views."""
-        return [f"{view}_{step}" for step in ("keys", "delta", "new", "extremes", "state")]
+        affected keys; the delta aggregate's steps, aggstage.py; a delta join's transition
+        keys): a staging that raised part-way has not reported them in Staged.extra_views."""
+        joins = [analysis.delta_join, analysis.delta.join if analysis.delta else None]
+        return ([f"{view}_{step}" for step in ("keys", "net", "delta", "new", "extremes", "state")]
+                + [v for joined in joins if joined is not None
+                   for v in joined.key_views(view).values()])
 
     def drop(self, staged: Optional[Staged], views: List[str]) -> None:
         """Free the session cache (no commit); a persisted staging table is dropped by apply."""
