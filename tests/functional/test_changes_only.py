@@ -43,11 +43,19 @@ select s.id, s.grp, d.label from {{ source('raw', 'src') }} s
 left join {{ source('raw', 'dim') }} d on s.grp = d.id
 """
 
-# A right join: src supplies the NULLs, a dim without rows keeps one row of its own.
+# A right join: src supplies the NULLs, a dim without rows keeps one row of its own. Each
+# outer join replays by transition term (deltajoin.py) when its NULL-supplying side moves.
 RIGHT_JOIN = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select coalesce(s.id, -1 - d.id) as id, d.label, s.v from {{ source('raw', 'src') }} s
 right join {{ source('raw', 'dim') }} d on s.grp = d.id
+"""
+
+# A full join: both sides supply NULLs (src rows with a NULL or unknown grp stay, unmatched).
+FULL_JOIN = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select coalesce(s.id, -1 - d.id) as id, s.v, d.label from {{ source('raw', 'src') }} s
+full join {{ source('raw', 'dim') }} d on s.grp = d.id
 """
 
 
@@ -60,7 +68,7 @@ class TestChangesOnlyReplay:
     def models(self):
         return {"sources.yml": sources_yml("src", "dim"), "rw.sql": ROWWISE,
                 "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN,
-                "rj.sql": RIGHT_JOIN}
+                "rj.sql": RIGHT_JOIN, "fj.sql": FULL_JOIN}
 
     def test_netting_and_duplicate_guard(self, project):
         src = f"{project.test_schema}.src"
@@ -92,7 +100,7 @@ class TestChangesOnlyReplay:
         assert (rw["rows_inserted"], rw["rows_updated"], rw["rows_deleted"]) == (1, 3, 2), rw
         assert responses["with_map"]["staged_from"] == "snapshot"
         assert_contract(project, "rw")
-        for joined in ("ij", "lj", "rj"):
+        for joined in ("ij", "lj", "rj", "fj"):
             assert responses[joined]["staged_from"] == "join", responses[joined]
             assert_contract(project, joined)
         # both sides move: a row gains a partner, a partner changes, one loses its only match
@@ -100,16 +108,17 @@ class TestChangesOnlyReplay:
         project.run_sql(f"insert into {dim} values (9, 'nine')")
         project.run_sql(f"update {dim} set label = 'uno' where id = 1")
         project.run_sql(f"delete from {dim} where id = 2")
+        project.run_sql(f"update {src} set grp = null where id = 11")  # a NULL join key
         responses = by_model(run_ok(["run"]))
         assert responses["ij"]["staged_from"] == "join", responses["ij"]
         # dim is on the NULL-supplying side of the left join: the src rows whose grp its
         # change rows name, joined to dim at its old and new version, netted
         assert responses["lj"]["staged_from"] == "join", responses["lj"]
-        # staged: the rows of grp 1 (relabelled) and 2 (lost their match), and 8 and 10 (grp 9
-        # gained its match); every other row nets away
+        # staged: the rows of grp 1 (relabelled) and 2 (lost their match), 8 and 10 (grp 9
+        # gained its match) and 11 (lost its grp); every other row nets away
         assert responses["lj"]["staged_rows"] == len(rows(project, (
-            f"select id from {src} where grp in (1, 2, 9)"))), responses["lj"]
-        for joined in ("ij", "lj", "rj"):
+            f"select id from {src} where grp in (1, 2, 9) or id = 11"))), responses["lj"]
+        for joined in ("ij", "lj", "rj", "fj"):
             assert responses[joined]["action"] == "replay", responses[joined]
             assert responses[joined]["staged_from"] == "join", responses[joined]
             assert_contract(project, joined)

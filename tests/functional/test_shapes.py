@@ -73,6 +73,14 @@ from {{ source('raw', 'orders') }} o
 left join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 left join {{ source('raw', 'products') }} p on o.product_id = p.id
 """, 40, "join"),
+    # Both sides supply NULLs: orders of unknown customers and customers without orders each
+    # keep a row of their own; either side's change replays by transition term.
+    Shape("s_join_full", """
+{{ config(materialized='batch_refresh', unique_key='k') }}
+select coalesce(o.id, -c.id) as k, o.amount, c.region, c.id as customer
+from {{ source('raw', 'orders') }} o
+full join {{ source('raw', 'customers') }} c on o.customer_id = c.id
+""", 40, "join"),
     Shape("s_join_four", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 with paid as (
@@ -429,6 +437,7 @@ class TestShapeCatalogue:
                             ("s_avg_having", "[delta aggregate] "),
                             ("s_running_total", "[partition recompute] "),
                             ("s_no_orders", "orders (as o): on the NULL-supplying side"),
+                            ("s_join_full", "orders (as o): on the NULL-supplying side"),
                             ("s_qualify_latest", "[partition recompute] ")):
             if model not in names:
                 continue

@@ -47,7 +47,7 @@ def test_a_global_aggregate_keeps_its_one_row():
     ("select k, collect_list(v) as l from raw.t group by k", "maintained by delta"),
     ("select a.k, count(*) as n from raw.t a join raw.t b on a.k = b.k group by a.k",
      "join that reads raw.t more than once"),
-    ("select a.k, count(*) as n from raw.t a full join raw.u b on a.k = b.k group by a.k",
+    ("select a.k, count(*) as n from raw.t a full join raw.u b using (k) group by a.k",
      "NULL-supplying side"),
     ("select k, count(*) as n from raw.t group by k, v", "not a unique_key column"),
     ("select k, count(*) over () as n from raw.t group by k", "window"),

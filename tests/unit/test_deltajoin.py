@@ -36,7 +36,10 @@ def test_null_supplying_sides_replay_by_transition_or_are_fixed():
     right, _ = _derive("select c.id from raw.o o right join raw.c c on o.cid = c.id")
     assert (right.fixed, right.outer) == (frozenset(), {"raw.o"})
     full, _ = _derive("select c.id from raw.o o full join raw.c c on o.cid = c.id")
-    assert (full.fixed, full.outer) == ({"raw.o", "raw.c"}, frozenset())
+    assert (full.fixed, full.outer) == (frozenset(), {"raw.o", "raw.c"})
+    group, _ = _derive("select c.id from raw.o o join raw.p p on p.id = o.pid "
+                       "full join raw.c c on o.cid = c.id")
+    assert (group.fixed, group.outer) == ({"raw.o", "raw.p"}, {"raw.c"})
     semi, _ = _derive("select o.id from raw.o o left anti join raw.c c on o.cid = c.id")
     assert semi.outer == {"raw.c"}
     # under a later RIGHT join, the LEFT join's right side supplies NULLs twice
@@ -83,6 +86,19 @@ def test_a_transition_term_restricts_the_preserved_rows_to_the_changed_join_keys
     # the preserved side's own term is the usual one: its change rows, raw.c at its new version
     assert "TABLE_CHANGES('raw.o'" in o_plus and "raw.c VERSION AS OF 5" in o_plus
     assert " IN (SELECT" not in o_plus
+
+
+def test_a_full_join_also_keeps_the_moved_sides_changed_and_null_keys():
+    sql = "select o.id as oid, c.id as cid from raw.o o full join raw.c c on o.cid = c.id"
+    joined, _ = _derive(sql)
+    plus, _ = joined.terms(sql, _changes, ["raw.c", "raw.o"], new={"raw.c": 5, "raw.o": 9},
+                           old={"raw.c": 4, "raw.o": 8},
+                           keys={"raw.c": "kc", "raw.o": "ko"})
+    c_term, o_term = plus.split("UNION ALL")
+    assert ("WHERE (o.cid IN (SELECT `id` FROM kc) OR c.id IN (SELECT `id` FROM kc) "
+            "OR ((o.cid IS NULL) AND (c.id IS NULL)))") in c_term.replace("\n", " ")
+    assert ("WHERE (c.id IN (SELECT `cid` FROM ko) OR o.cid IN (SELECT `cid` FROM ko) "
+            "OR ((c.id IS NULL) AND (o.cid IS NULL)))") in o_term.replace("\n", " ")
 
 
 def test_a_right_join_restricts_its_right_side():
@@ -168,11 +184,12 @@ def test_explain_names_the_rule_per_upstream():
     assert "[delta join] raw.o (as o)" in text
     assert "[delta join] raw.c (as c): on the NULL-supplying side of an outer join" in text
     assert "A run in which" not in text
-    full = "select o.id, c.region from raw.o o full join raw.c c on o.cid = c.id"
-    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)), sa.analyze(full, ["id"]),
-                          ups, "idle")
-    assert "[affected-key recompute, as it is on a NULL-supplying side] raw.c (as c)" in text
-    assert "A run in which raw.c, raw.o moved recomputes its affected keys" in text
+    grouped = ("select o.id, c.region from raw.o o "
+               "full join (select * from raw.c) c on o.cid = c.id")
+    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)),
+                          sa.analyze(grouped, ["id"]), ups, "idle")
+    assert "[affected-key recompute, as it is on a NULL-supplying side] raw.c (as" in text
+    assert "A run in which raw.c moved recomputes its affected keys" in text
     windowed = ("select o.id, row_number() over (partition by c.id order by o.id) as r "
                 "from raw.o o join raw.c c on o.cid = c.id")
     text = explain.render("m", BatchRefreshConfig(unique_key=("id",)),

@@ -326,8 +326,8 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
         if joined.fixed:
             raise NotDelta(
                 f"reads {', '.join(sorted(joined.fixed))} on a NULL-supplying side that is not "
-                "one upstream joined by an equality with the preserved side (a FULL join, a "
-                "subquery or join group, USING, or no equality in ON)")
+                "one upstream joined by an equality with the other side (a subquery or join "
+                "group, USING, or no equality in ON)")
     # The output: each projection (and HAVING) over the state relation.
     output = exp.select(*[_over_state(p, key_exprs, by_node) for p in tree.expressions])
     output = output.from_("_br_state")

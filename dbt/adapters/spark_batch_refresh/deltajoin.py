@@ -22,10 +22,12 @@ post-images): the matched/unmatched transitions all happen there, and every othe
 joins the same rows of U before and after. So U's term is the model restricted to
 `<preserved expression> IN (those y)`, evaluated with U at its new version (plus) and at its
 old (minus); the rows both sides share net away. The preserved side is scanned, U is read at
-two versions, and no key of the output is recomputed.
+two versions, and no key of the output is recomputed. Each side of a FULL join is such a U
+(the left only as the FROM item alone), with U's own changed keys and NULL keys added to the
+restriction (_transition).
 
-The upstreams this does not cover are *fixed*: both sides of a FULL join, a NULL-supplying
-side that is a subquery or join group, or whose ON has no such equality (or is USING). While
+The upstreams this does not cover are *fixed*: a NULL-supplying side that is a subquery or
+join group, or whose ON has no such equality (or is USING). While
 they have not moved, the delta join holds; a run where one of them moved recomputes the
 affected keys instead (analysis.affected_keys_sql), and says so.
 """
@@ -80,8 +82,8 @@ class DeltaJoin:
             return (f"{', '.join(held)} moved, and "
                     f"{'it is' if len(held) == 1 else 'they are'} on the NULL-supplying side "
                     "of an outer (or semi/anti) join, where the model is not linear, and not "
-                    "as one upstream joined by an equality with the preserved side (a FULL "
-                    "join, a subquery or join group, USING, or no equality in ON)")
+                    "as one upstream joined by an equality with the other side (a subquery or "
+                    "join group, USING, or no equality in ON)")
         return None
 
     def key_views(self, view: str) -> Dict[str, str]:
@@ -100,7 +102,7 @@ class DeltaJoin:
         views = self.key_views(view)
         found = []
         for upstream in sorted(set(moved) & self.outer):
-            _, _, pairs = _outer_join(_reading(sql, upstream), upstream)
+            _, _, pairs, _ = _outer_join(_reading(sql, upstream), upstream)
             columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
             found.append((views[upstream], f"SELECT DISTINCT {columns} FROM "
                                            f"({change_rows(upstream, PLUS + MINUS)}) _br_k"))
@@ -148,14 +150,24 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
 
 def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> str:
     """The model with every upstream (`upstream` too) at `pins`, restricted to the preserved
-    rows whose join key is in `keys` (the relation of `upstream`'s changed join keys)."""
+    rows whose join key is in `keys` (the relation of `upstream`'s changed join keys).
+
+    Under a FULL join the other side is NULL-supplying too, and `upstream`'s own unmatched rows
+    are output: also kept are its rows with a changed key, and its rows with a NULL key where
+    the other side is NULL (unmatched whatever the change, so only a change of such a row
+    itself alters the output; the other side's rows with a NULL key come along and net away)."""
     tree = _reading(sql, upstream)
-    select, _, pairs = _outer_join(tree, upstream)
+    select, join, pairs, alias = _outer_join(tree, upstream)
     columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
     preserved = [expr.sql(dialect=DIALECT) for expr, _ in pairs]
-    probe = preserved[0] if len(preserved) == 1 else f"({', '.join(preserved)})"
-    restriction = sqlglot.parse_one(f"{probe} IN (SELECT {columns} FROM {keys})", read=DIALECT)
-    select.where(restriction, append=True, copy=False)
+    keyed = f"IN (SELECT {columns} FROM {keys})"
+    condition = f"{_tuple(preserved)} {keyed}"
+    if (join.side or "").upper() == "FULL":
+        own = [exp.column(c, table=alias).sql(dialect=DIALECT) for _, c in pairs]
+        condition = (f"({condition} OR {_tuple(own)} {keyed} OR "
+                     f"(({' OR '.join(f'{p} IS NULL' for p in preserved)}) AND "
+                     f"({' OR '.join(f'{o} IS NULL' for o in own)})))")
+    select.where(sqlglot.parse_one(condition, read=DIALECT), append=True, copy=False)
     for scan in st.scans(tree):
         name = st.table_name(scan)
         if name in pins:
@@ -163,17 +175,21 @@ def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> 
     return tree.sql(dialect=DIALECT)
 
 
+def _tuple(expressions: List[str]) -> str:
+    return expressions[0] if len(expressions) == 1 else f"({', '.join(expressions)})"
+
+
 def _outer_join(tree: exp.Expression, upstream: str,
-                ) -> Tuple[exp.Select, exp.Join, List[Tuple[exp.Expression, str]]]:
-    """The SELECT and the join that read `upstream` on a NULL-supplying side, and its
-    equalities with the preserved side (derive() made sure there is one)."""
+                ) -> Tuple[exp.Select, exp.Join, List[Tuple[exp.Expression, str]], str]:
+    """The SELECT and the join that read `upstream` on a NULL-supplying side, its equalities
+    with the other side (derive() made sure there is one), and its alias."""
     scan, = (s for s in st.scans(tree) if st.table_name(s) == upstream)
-    # The left of a RIGHT join is the FROM item, and its join the select's first.
+    # The left of a RIGHT or FULL join is the FROM item, and its join the select's first.
     select = scan.parent.parent
     join = scan.parent if isinstance(scan.parent, exp.Join) else select.args["joins"][0]
     pairs = _join_keys(join, scan.alias_or_name)
     assert isinstance(select, exp.Select) and pairs, f"{upstream}: no transition term"
-    return select, join, pairs
+    return select, join, pairs, scan.alias_or_name
 
 
 def _reading(sql: str, upstream: str) -> exp.Expression:
@@ -264,8 +280,9 @@ def nonlinear(tree: exp.Expression) -> Optional[str]:
 def _null_supplying(tree: exp.Expression) -> Tuple[List[str], Set[str]]:
     """Upstreams read on a NULL-supplying side of some join (or under a semi/anti join): the
     fixed ones, and those a transition term replays (scanned directly, joined by an equality
-    with the preserved side). An upstream also on another such side (a nested one) or under
-    a FULL join is fixed, whatever it is at its own join."""
+    with the other side; the left of a RIGHT or FULL join only as a SELECT's FROM item alone).
+    An upstream also on another such side (a nested one) is fixed, whatever it is at its own
+    join."""
     fixed: List[str] = []
     outer: Set[str] = set()
     for select in tree.find_all(exp.Select):
@@ -273,18 +290,17 @@ def _null_supplying(tree: exp.Expression) -> Tuple[List[str], Set[str]]:
         for join in select.args.get("joins") or []:
             side = (join.side or "").upper()
             kind = (join.kind or "").upper()
-            supplying: List[exp.Expression] = []
-            if side == "FULL":
-                fixed += _tables(seen) + _tables([join])
-            elif side == "RIGHT":
-                supplying = seen
-            elif side == "LEFT" or kind in ("SEMI", "ANTI"):
-                supplying = [join]
-            transitioned = _transitioned(supplying, join)
-            if transitioned:
-                outer.add(transitioned)
-            else:
-                fixed += _tables(supplying)
+            sides: List[List[exp.Expression]] = []
+            if side in ("RIGHT", "FULL"):
+                sides.append(list(seen))
+            if side in ("LEFT", "FULL") or kind in ("SEMI", "ANTI"):
+                sides.append([join])
+            for supplying in sides:
+                transitioned = _transitioned(supplying, join)
+                if transitioned:
+                    outer.add(transitioned)
+                else:
+                    fixed += _tables(supplying)
             seen.append(join)
     return fixed, outer
 
