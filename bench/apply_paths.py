@@ -13,7 +13,12 @@ change set is staged and cached the way a replay stages it (model columns, `_br_
   (Delta's DELETE with deletion vectors, then the insert, in one commit);
 * `delete_insert`: the same as two commits (not atomic; for reference only).
 
-usage: .venv/bin/python bench/apply_paths.py [rows] [rounds]   (run alone: 2 cores)
+`recent` (third argument) instead picks the changed keys among the newest 2% of ids, in a
+target whose files hold contiguous id ranges (rows appended in id order, as orders or events
+are), where the MERGE's key-range literals let Delta skip all but the newest files.
+
+usage: .venv/bin/python bench/apply_paths.py [rows] [rounds] [uniform|recent]
+(run alone: 2 cores)
 Prints the median seconds per method and what each wrote to the target's change feed.
 Everything lives in a temporary directory that is removed at the end.
 """
@@ -38,7 +43,7 @@ from bench.scratch_spark import scratch_session  # noqa: E402
 COLUMNS = ["id", "customer_id", "amount", "status"]
 
 
-def main(rows: int, rounds: int) -> None:
+def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
     where = tempfile.mkdtemp(prefix="br-apply-bench-")
     spark = scratch_session(where, "local[*]", 2, {"spark.driver.memory": "8g"})
     rng = random.Random(15)
@@ -47,14 +52,17 @@ def main(rows: int, rounds: int) -> None:
                   "status STRING) USING delta TBLPROPERTIES (delta.enableChangeDataFeed = true, "
                   "delta.enableDeletionVectors = true)")
         spark.sql(f"INSERT INTO t SELECT id, id % 100000, CAST(id % 997 AS DECIMAL(12,2)), "
-                  f"IF(id % 7 = 0, 'done', 'open') FROM range({rows}) DISTRIBUTE BY id % 20")
+                  f"IF(id % 7 = 0, 'done', 'open') FROM range({rows}) "
+                  + ("DISTRIBUTE BY id % 20" if distribution == "uniform"
+                     else f"DISTRIBUTE BY floor(id * 20 / {rows}) SORT BY id"))
         top = rows
         found: Dict[str, List[float]] = {"merge": [], "replace_where": [], "delete_insert": []}
         feed: Dict[str, str] = {}
         for r in range(rounds + 1):
             for method in found:
                 changed = max(10, rows // 1000)
-                keys = rng.sample(range(top), changed - changed // 10)
+                pool = range(top) if distribution == "uniform" else range(top - top // 50, top)
+                keys = rng.sample(pool, changed - changed // 10)
                 new = list(range(top, top + changed // 10))
                 top += len(new)
                 deleted = set(keys[: changed // 10])
@@ -97,9 +105,9 @@ def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyp
     if method == "merge":
         spark.sql(sqlgen.merge_staging("t", "s", ["id"], COLUMNS, delete_missing=False,
                                        key_range=(str(min(keys)), str(max(keys))))).collect()
-    elif method == "replace_where":
-        spark.sql(f"INSERT INTO t REPLACE WHERE id IN ({in_list}) "
-                  f"SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
+    elif method == "replace_where":  # as the replay writes it: the key list and its range
+        spark.sql(sqlgen.replace_where("t", "s", "id", [str(k) for k in sorted(keys)], COLUMNS,
+                                       (str(min(keys)), str(max(keys))))).collect()
     else:
         spark.sql(f"DELETE FROM t WHERE id IN ({in_list})").collect()
         spark.sql(f"INSERT INTO t SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
@@ -107,4 +115,5 @@ def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyp
 
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 2)
+         int(sys.argv[2]) if len(sys.argv) > 2 else 2,
+         sys.argv[3] if len(sys.argv) > 3 else "uniform")
