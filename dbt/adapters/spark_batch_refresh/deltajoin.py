@@ -103,14 +103,13 @@ class DeltaJoin:
         found = []
         for upstream in sorted(set(moved) & self.outer):
             _, _, pairs, _ = _outer_join(_reading(sql, upstream), upstream)
-            columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
-            found.append((views[upstream], f"SELECT DISTINCT {columns} FROM "
+            found.append((views[upstream], f"SELECT DISTINCT {_key_columns(pairs)} FROM "
                                            f"({change_rows(upstream, PLUS + MINUS)}) _br_k"))
         return found
 
     def terms(self, sql: str, change_rows: Callable[[str, Tuple[str, ...]], str],
               moved: Collection[str], new: Mapping[str, int], old: Mapping[str, int],
-              keys: Mapping[str, str] = {},
+              keys: Optional[Mapping[str, str]] = None,
               ) -> Tuple[str, str]:
         """The plus and the minus side of the sum, each one query (UNION ALL of the terms).
 
@@ -125,6 +124,7 @@ class DeltaJoin:
             pins = {u: new[u] for u in self.upstreams if u != upstream}
             pins.update({u: old[u] for u in order[i + 1:]})
             if upstream in self.outer:
+                assert keys is not None, f"{upstream}: its changed keys are not cached"
                 plus.append(_transition(sql, upstream, keys[upstream],
                                         {**pins, upstream: new[upstream]}))
                 minus.append(_transition(sql, upstream, keys[upstream],
@@ -139,13 +139,10 @@ def _term(sql: str, upstream: str, change_sql: str, pins: Mapping[str, int]) -> 
     """The model with `upstream` read from `change_sql` and the others at `pins`."""
     tree = _reading(sql, upstream)
     for scan in st.scans(tree):
-        name = st.table_name(scan)
-        if name == upstream:
+        if st.table_name(scan) == upstream:
             scan.replace(st.aliased(sqlglot.parse_one(change_sql, read=DIALECT),
                                     scan.alias_or_name))
-        elif name in pins:
-            st.pin(scan, pins[name])
-    return tree.sql(dialect=DIALECT)
+    return _pinned(tree, pins)
 
 
 def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> str:
@@ -158,7 +155,7 @@ def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> 
     itself alters the output; the other side's rows with a NULL key come along and net away)."""
     tree = _reading(sql, upstream)
     select, join, pairs, alias = _outer_join(tree, upstream)
-    columns = ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
+    columns = _key_columns(pairs)
     preserved = [expr.sql(dialect=DIALECT) for expr, _ in pairs]
     keyed = f"IN (SELECT {columns} FROM {keys})"
     condition = f"{_tuple(preserved)} {keyed}"
@@ -168,11 +165,21 @@ def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> 
                      f"(({' OR '.join(f'{p} IS NULL' for p in preserved)}) AND "
                      f"({' OR '.join(f'{o} IS NULL' for o in own)})))")
     select.where(sqlglot.parse_one(condition, read=DIALECT), append=True, copy=False)
+    return _pinned(tree, pins)
+
+
+def _pinned(tree: exp.Expression, pins: Mapping[str, int]) -> str:
+    """The tree's SQL with each scan of an upstream in `pins` read at its version there."""
     for scan in st.scans(tree):
         name = st.table_name(scan)
         if name in pins:
             st.pin(scan, pins[name])
     return tree.sql(dialect=DIALECT)
+
+
+def _key_columns(pairs: List[Tuple[exp.Expression, str]]) -> str:
+    """The moved side's join-key columns, as the changed-keys relation names them."""
+    return ", ".join(exp.column(c, quoted=True).sql(dialect=DIALECT) for _, c in pairs)
 
 
 def _tuple(expressions: List[str]) -> str:
