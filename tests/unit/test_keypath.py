@@ -70,9 +70,56 @@ def test_left_join_right_side_change_becomes_inner_and_drops_where():
     sql = "select a.id, b.v from s.a a left join s.b b on a.id = b.id where b.id is null"
     out = sa.affected_keys_sql(sql, ["id"], {"s.b": (3, 5)}, {"s.a": 9, "s.b": 5}, {})
     assert len(out) == 1
-    text = out[0].upper()
-    assert "LEFT JOIN" not in text and "IS NULL" not in text
-    assert "TABLE_CHANGES('S.B', 3, 5)" in text and "S.A VERSION AS OF 9" in text
+    matched, extended = out[0].upper().split(" UNION ALL ")
+    assert "LEFT JOIN" not in matched and "IS NULL" not in matched
+    assert "TABLE_CHANGES('S.B', 3, 5)" in matched and "S.A VERSION AS OF 9" in matched
+    # the NULL-extended rows: the preserved rows matching a change row, the changed side empty
+    assert "LEFT SEMI JOIN (SELECT * FROM TABLE_CHANGES('S.B', 3, 5)) AS _BR_M ON A.ID = _BR_M.ID" in extended
+    assert "WHERE FALSE) AS B ON A.ID = B.ID" in extended and "IS NULL" not in extended
+
+
+ITEM_KEY = ("coalesce(concat('i:', cast(s.i_id as string)), "
+            "concat('o:', cast(o.o_id as string))) as k")
+
+
+@pytest.mark.parametrize("null_side", [
+    "left join (select * from src.items where qty > 0) s on s.o_id = o.o_id",
+    "left join src.items s using (o_id)",
+    "left join src.items s on s.o_id = o.o_id and s.qty > 0",
+    "full join (select * from src.items) s on s.o_id = o.o_id",
+])
+def test_outer_join_key_read_from_the_null_side_gets_its_null_extended_rows(null_side):
+    """Issue 31: an order gaining its first item (or losing its last) unmakes (makes) its
+    NULL-extended row, whose key reads the items side as NULL."""
+    sql = f"select {ITEM_KEY}, o.o_id from src.orders o {null_side}"
+    analysis = sa.analyze(sql, ["k"])
+    assert analysis.incremental_reason is None
+    out = sa.affected_keys_sql(sql, ["k"], {"src.items": (3, 4)}, {"src.orders": 7,
+                                                                    "src.items": 4}, {})
+    assert len(out) == 1 and " UNION ALL " in out[0]
+    extended = out[0].split(" UNION ALL ")[1]
+    assert "LEFT SEMI JOIN" in extended and "WHERE FALSE" in extended
+
+
+@pytest.mark.parametrize("sql,reason", [
+    (f"select {ITEM_KEY} from src.orders o left join (src.items s join src.prods p "
+     "on p.p_id = s.p_id) on s.o_id = o.o_id", "parenthesised join group"),
+    ("select coalesce(a.id, b.id, c.id) as k from s.a a full join s.b b on a.id = b.id "
+     "full join s.c c on c.id = coalesce(a.id, b.id)", "more than one outer join"),
+    ("select coalesce(a.id, b.id, c.id) as k from s.a a join s.b b on a.id = b.id "
+     "right join s.c c on c.x = b.x", "does not relate"),
+])
+def test_outer_join_shapes_that_cannot_be_bounded_fall_back(sql, reason):
+    analysis = sa.analyze(sql, ["k"])
+    assert reason in (analysis.incremental_reason or "")
+
+
+def test_two_windows_without_a_common_partition_fall_back():
+    """Issue 31: the whole-partition rewrite built `WHERE ` with no condition and raised a
+    ParseError out of analyze()."""
+    analysis = sa.analyze("select k, m, p, v, rank() over (partition by m order by v desc) as r, "
+                          "sum(v) over (partition by p) as tot from db.t", ["k"])
+    assert "no PARTITION BY column in common" in analysis.incremental_reason
 
 
 def test_anti_join_and_not_exists_flip():

@@ -123,3 +123,36 @@ def test_closed_gate_skips_before_reading_upstreams() -> None:
         args = {"config": cfg, "upstreams": ["a", "b"], "state": state, "fingerprint": "fp",
                 "now": t0 + timedelta(minutes=90), **kwargs}
         assert closed_gate(**args) is None, kwargs
+
+
+def test_an_analysis_defect_is_a_full_recompute_not_a_failed_build(monkeypatch):
+    """Issue 31: any exception while analysing or rewriting a model falls back, with the
+    reason; only refresh_mode='incremental' turns it into an error."""
+    from dbt.adapters.spark_batch_refresh import keypath
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("rewrite defect")
+
+    monkeypatch.setattr(keypath, "affected_keys", broken)
+    analysis = analyze("select a.id, b.v from s.t a join s.u b on a.id = b.id", ("id",))
+    assert analysis.upstreams == ("s.t", "s.u")
+    assert "could not be analysed for replay (RuntimeError: rewrite defect)" in (
+        analysis.incremental_reason)
+    latest = {"s.t": UpstreamPoint(5, T0), "s.u": UpstreamPoint(5, T0)}
+    p = plan(consumed(3), latest=latest, analysis=analysis)
+    assert p.mode == "full" and "rewrite defect" in p.fallback_reason
+    with pytest.raises(BatchRefreshUserError, match="rewrite defect"):
+        plan(consumed(3), latest=latest, analysis=analysis,
+             config={"unique_key": "id", "refresh_mode": "incremental"})
+
+
+def test_a_rewrite_that_fails_only_at_replay_time_is_caught_by_the_rehearsal(monkeypatch):
+    from dbt.adapters.spark_batch_refresh import analysis as sa
+
+    def broken(*args, **kwargs):
+        raise ValueError("bad text")
+
+    monkeypatch.setattr(sa, "over_changes", broken)
+    analysis = analyze("select id, v from s.t where v > 0", ("id",))
+    assert "ValueError: bad text" in analysis.incremental_reason
+    assert analysis.upstreams == ("s.t",)

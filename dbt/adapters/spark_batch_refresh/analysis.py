@@ -21,6 +21,7 @@ from dbt.adapters.spark_batch_refresh import aggdelta as ad
 from dbt.adapters.spark_batch_refresh import deltajoin as dj
 from dbt.adapters.spark_batch_refresh import keypath as kp
 from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
 
 
@@ -129,6 +130,60 @@ def nondeterministic_function(tree: exp.Expression) -> Optional[str]:
 
 
 def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
+    """What the model reads and how it can replay. Never raises: an analysis or rewriting
+    defect (an exception of the parser or of the rewrites, rehearsed here on every replay
+    path the model may take) costs a full recompute with the reason, never a failed build."""
+    try:
+        fail_point("during_analysis")
+        analysis = _analyze(sql, unique_key)
+        _rehearse(sql, analysis)
+        return analysis
+    except st.NotIncremental as exc:
+        return _unreplayable(sql, unique_key, str(exc))
+    except Exception as exc:  # noqa: BLE001 -- a defect of ours, not the user's model
+        return _unreplayable(sql, unique_key, (
+            f"could not be analysed for replay ({type(exc).__name__}: "
+            f"{' '.join(str(exc).split())[:300]})"))
+
+
+def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
+    """The model recomputed in full on every refresh, its upstreams still read for gating."""
+    try:
+        tree = _parse(sql)
+        upstreams = tuple(sorted({table_name(t) for t in _physical_tables(tree)}))
+        normalized, shape = tree.sql(dialect=DIALECT, normalize=True), "general"
+        errors = tuple(key_errors(tree, unique_key))
+    except Exception:  # noqa: BLE001 -- the parser itself failed: the SQL as written
+        upstreams, normalized, shape, errors = (), " ".join(sql.split()), "unparsed", ()
+    return Analysis(upstreams, shape, reason, normalized, key=tuple(unique_key),
+                    key_errors=errors, incremental_reason=reason)
+
+
+def _rehearse(sql: str, analysis: Analysis) -> None:
+    """Generate, without running, the SQL of every replay path the planner may choose, with
+    every upstream moved: what raises here would raise mid-refresh."""
+    if not analysis.upstreams or analysis.shape == "unparsed":
+        return
+    new = {u: 2 for u in analysis.upstreams}
+    old = {u: 1 for u in analysis.upstreams}
+    ranges = {u: (2, 2) for u in analysis.upstreams}
+    if analysis.rowwise:
+        over_changes(sql, analysis.upstreams[0], 2, 2)
+    if analysis.incremental_reason is None and analysis.key:
+        affected_keys_sql(sql, analysis.key, ranges, new, old)
+    joined = analysis.delta_join
+    if joined is not None:
+        moved = [u for u in joined.upstreams if u not in joined.fixed]
+        views = joined.key_views("_br_rehearsal")
+        joined.transition_keys(sql, "_br_rehearsal", moved, _rehearsal_rows)
+        joined.terms(sql, _rehearsal_rows, moved, new, old, views)
+
+
+def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
+    return change_rows_sql(upstream, 2, 2, change_types)
+
+
+def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     try:
         tree = _parse(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:

@@ -10,8 +10,8 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
 
 * joins keep mapping change rows to their partners (other upstreams at the pinned versions);
   an outer join whose null-supplying side changed becomes inner (a row appearing there changes
-  the preserved row it matches), and the WHERE of that SELECT is dropped (predicates such as
-  `b.id IS NULL` judge the null-extended row, which the change rows no longer produce);
+  the preserved row it matches), the NULL-extended rows of the preserved rows it matches are
+  added beside (nullext.py), and the WHERE of that SELECT is dropped;
 * a LEFT ANTI JOIN / NOT EXISTS against the changed side becomes a semi join / EXISTS: a change
   there adds or removes exactly the rows it matches; NOT IN cannot be bounded (one NULL in the
   subquery empties the result) and falls back;
@@ -39,6 +39,7 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple
 import sqlglot
 from sqlglot import exp
 
+from dbt.adapters.spark_batch_refresh import nullext
 from dbt.adapters.spark_batch_refresh import sqltree as st
 from dbt.adapters.spark_batch_refresh.sqltree import NotIncremental, Occurrence
 
@@ -115,6 +116,11 @@ def _affected_keys(
     if partitions_at is not None:
         whole = tree.copy()  # the model itself, every scan pinned: whole partitions come from it
         st.pin(st.scans(whole)[occurrence], partitions_at)
+    if target.args.get("joins") or (isinstance(target.parent, exp.Join)
+                                    and isinstance(target.parent.parent, exp.Table)):
+        raise NotIncremental(
+            f"reads a changing upstream ({occ.upstream}) inside a parenthesised join group "
+            "(write the group as a subquery)")
     replacement = st.aliased(change_source.copy(), occ.alias)
     target.replace(replacement)
     walk = _Walk(replacement, whole)
@@ -150,7 +156,7 @@ class _Walk:
         while node.parent is not None:
             parent = node.parent
             if isinstance(parent, exp.Select):
-                self._select(parent, node)
+                parent = self._select(parent, node)
             elif isinstance(parent, (exp.Intersect, exp.Except)):
                 raise NotIncremental("applies INTERSECT or EXCEPT to a changing upstream")
             elif isinstance(parent, exp.Union):
@@ -159,12 +165,16 @@ class _Walk:
         return node
 
     # -------------------------------------------------------------- one SELECT
-    def _select(self, select: exp.Select, child: exp.Expression) -> None:
+    def _select(self, select: exp.Select, child: exp.Expression) -> exp.Expression:
+        """Rewrites `select` for the change rows flowing in through `child`; returns the node
+        the walk goes on from (`select`, or the union that adds its NULL-extended rows)."""
         clause = child.arg_key
+        extended: Optional[exp.Select] = None
         windowed = st.own(select, exp.Window)
         if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
             raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
         if clause in ("from_", "joins"):
+            extended = nullext.null_extended(select, child, self.partial)
             alias: Optional[str] = self._through_source(select, child)
             source_partial = self.partial
         elif clause == "where":
@@ -181,6 +191,11 @@ class _Walk:
             self.partial = self._window_outputs(select, alias, source_partial)
         else:
             self.partial = self._outputs(select, alias, source_partial)
+        if extended is None:
+            return select
+        self.notes.append(f"the NULL-extended rows its change rows make or unmake on the "
+                          f"preserved side of the outer join with {alias} added")
+        return nullext.with_branch(select, extended)
 
     def _through_source(self, select: exp.Select, child: exp.Expression) -> str:
         alias = child.this.alias_or_name.lower()
@@ -215,7 +230,7 @@ class _Walk:
             if on is None or not partial:
                 continue
             conjuncts = st.conjuncts(on)
-            kept = [c for c in conjuncts if not _refs(c, alias, partial)]
+            kept = [c for c in conjuncts if not st.refs(c, alias, partial)]
             if not kept:
                 raise NotIncremental("joins on an aggregated value of a changing upstream")
             if len(kept) != len(conjuncts):
@@ -224,7 +239,7 @@ class _Walk:
         where = select.args.get("where")
         if where is not None:
             conjuncts = st.conjuncts(where.this)
-            kept = [] if null_side else [c for c in conjuncts if not _refs(c, alias, partial)]
+            kept = [] if null_side else [c for c in conjuncts if not st.refs(c, alias, partial)]
             if len(kept) != len(conjuncts):
                 self.notes.append("WHERE dropped" if not kept
                                   else "WHERE predicates on aggregated values dropped")
@@ -261,7 +276,7 @@ class _Walk:
             raise NotIncremental(
                 "aggregates a changing upstream without GROUP BY (its one row depends on "
                 "every input row)")
-        if group is not None and any(_refs(g, alias, source_partial) for g in group.expressions):
+        if group is not None and any(st.refs(g, alias, source_partial) for g in group.expressions):
             raise NotIncremental("groups by an aggregated value of a changing upstream")
         if isinstance(source_partial, _AllBut):
             return self._outputs_above_window(select, alias, source_partial)
@@ -271,7 +286,7 @@ class _Walk:
             if projection.is_star:
                 if _own_star(projection, alias):
                     out |= source_partial
-            elif (group is not None and st.own_in(projection, select, exp.AggFunc)) or _refs(
+            elif (group is not None and st.own_in(projection, select, exp.AggFunc)) or st.refs(
                     projection, alias, source_partial):
                 out.add(name)
         return out
@@ -286,7 +301,7 @@ class _Walk:
                 if _own_star(projection, alias):
                     real |= set(source_partial)
             elif not ((group is not None and st.own_in(projection, select, exp.AggFunc))
-                      or _refs(projection, alias, source_partial)):
+                      or st.refs(projection, alias, source_partial)):
                 real.add((projection.alias_or_name or "").lower())
         return _AllBut(real)
 
@@ -352,12 +367,16 @@ class _Walk:
                 raise NotIncremental(
                     "uses a window function without PARTITION BY over a changing upstream "
                     "(every row depends on every input row)")
-            if not all(isinstance(e, exp.Column) and not _refs(e, alias, source_partial)
+            if not all(isinstance(e, exp.Column) and not st.refs(e, alias, source_partial)
                        for e in by):
                 raise NotIncremental("partitions a window by an expression, not by columns")
             names = {e.name.lower() for e in by}
             partitions = names if partitions is None else partitions & names
-        return partitions or set()
+        if not partitions:
+            raise NotIncremental(
+                "uses window functions with no PARTITION BY column in common over a changing "
+                "upstream (a change can alter every row of the union of their partitions)")
+        return partitions
 
     # -------------------------------------------------------------- UNION
     def _union(self, union: exp.Union, child: exp.Expression) -> None:
@@ -393,16 +412,3 @@ def _own_star(projection: exp.Expression, alias: Optional[str]) -> bool:
         return False
     table = projection.table.lower() if isinstance(projection, exp.Column) else ""
     return not table or table == alias
-
-
-def _refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool:
-    """`expr` reads a partial column (qualified by `alias`, or unqualified)."""
-    if not partial:
-        return False
-    for column in expr.find_all(exp.Column):
-        if column.is_star:
-            continue
-        table = column.table.lower() if column.table else ""
-        if column.name.lower() in partial and (not table or alias is None or table == alias):
-            return True
-    return False

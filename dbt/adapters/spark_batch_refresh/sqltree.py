@@ -8,7 +8,7 @@ Shared by the affected-key walk (keypath.py), delta joins (deltajoin.py), delta 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import sqlglot
 from sqlglot import exp
@@ -181,3 +181,16 @@ def star_on_path(tree: exp.Expression, occurrence: int) -> bool:
     scan = scans(tree)[occurrence]
     return any(isinstance(n, exp.Select) and any(p.is_star for p in n.expressions)
                for n in ancestors(scan))
+
+
+def refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool:
+    """`expr` reads a partial column (qualified by `alias`, or unqualified)."""
+    if not partial:
+        return False
+    for column in expr.find_all(exp.Column):
+        if column.is_star:
+            continue
+        table = column.table.lower() if column.table else ""
+        if column.name.lower() in partial and (not table or alias is None or table == alias):
+            return True
+    return False
