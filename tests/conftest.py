@@ -61,7 +61,9 @@ HEAVIEST_FIRST = [
     "tests/functional/test_changes.py",  # 772
     "tests/functional/test_batch_refresh.py",  # 259
     "tests/functional/test_shapes.py",  # 605
+    "tests/functional/test_real_sql.py",  # new: about 300 (14 models, 5 runs, round trip)
     "tests/functional/test_delta_aggregates.py",  # 250 alone, 360 beside another suite (new)
+    "tests/fuzz/",  # new: about 90-150 (8 random models, 2 change batches)
 ]
 
 

@@ -116,3 +116,33 @@ def test_explain_says_where_staging_comes_from():
         "m", BatchRefreshConfig(aggregate_upkeep="delta"), overall, info, "idle")
     recomputed = explain.render("m", BatchRefreshConfig(), overall, info, "idle")
     assert "full recompute" in recomputed and "global aggregate" in recomputed
+
+
+def test_pin_versions_edits_only_the_pins_into_the_users_text():
+    """Issue 31: the SQL a backfill, a full recompute and verify run is the user's, with only
+    `VERSION AS OF` added (a regeneration read percentile_cont as percentile_approx)."""
+    from dbt.adapters.spark_batch_refresh.analysis import pin_versions
+
+    sql = ("-- db.t in a comment\nwith x as (select * from `cat`.`db`.`t` t1 where a > 1)\n"
+           "select k, percentile_cont(0.5) within group (order by v) as p\n"
+           "from x join db.u as u on x.k = u.k join db.v VERSION AS OF 1 vv on vv.k = u.k\n"
+           "left join (db.w w join db.t t2 on t2.k = w.k) on w.k = u.k group by k")
+    pinned = pin_versions(sql, {"cat.db.t": 5, "db.u": 6, "db.v": 7, "db.w": 8})
+    assert pinned == (
+        "-- db.t in a comment\nwith x as (select * from `cat`.`db`.`t` VERSION AS OF 5 t1 "
+        "where a > 1)\nselect k, percentile_cont(0.5) within group (order by v) as p\n"
+        "from x join db.u VERSION AS OF 6 as u on x.k = u.k join db.v VERSION AS OF 1 vv on "
+        "vv.k = u.k\nleft join (db.w VERSION AS OF 8 w join db.t t2 on t2.k = w.k) on "
+        "w.k = u.k group by k")
+
+
+def test_regenerated_sql_keeps_exact_percentiles_and_qualify():
+    normalized = sa.analyze("select k, percentile_cont(0.95) within group (order by x) as p95, "
+                            "percentile_disc(0.5) within group (order by x) as p50 from db.t "
+                            "group by k", ["k"]).normalized_sql
+    assert "PERCENTILE_CONT(0.95) WITHIN GROUP (ORDER BY x)" in normalized
+    assert "PERCENTILE_DISC(0.5) WITHIN GROUP (ORDER BY x)" in normalized
+    assert "APPROX" not in normalized
+    qualified = sa.analyze("select * from db.t qualify row_number() over (partition by k "
+                           "order by v) = 1", ["k"]).normalized_sql
+    assert "QUALIFY" in qualified and "_w" not in qualified

@@ -371,8 +371,37 @@ def quote_relation(name: str) -> str:
 
 
 def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
-    """The model with every listed upstream read `VERSION AS OF` its pinned version."""
+    """The model as the user wrote it, with only `VERSION AS OF v` inserted after each listed
+    upstream's name: a backfill, a full recompute, a recompute of affected keys and `verify`
+    run the user's SQL, not a regeneration of it that may read differently. Where the parser
+    gives no position for a name, the model is regenerated from its tree instead."""
     tree = _parse(sql)
+    edits: List[Tuple[int, str]] = []
+    for table in _physical_tables(tree):
+        version = versions.get(table_name(table))
+        if version is None or table.args.get("version"):
+            continue
+        end = _name_end(sql, table)
+        if end is None:
+            return _pin_regenerated(tree, versions)
+        edits.append((end, f" VERSION AS OF {int(version)}"))
+    for position, text in sorted(edits, reverse=True):
+        sql = sql[:position] + text + sql[position:]
+    return sql
+
+
+def _name_end(sql: str, table: exp.Table) -> Optional[int]:
+    """Where the table's name ends in `sql` (after its closing quote), when the parser says."""
+    name = table.this
+    if not isinstance(name, exp.Identifier):
+        return None
+    start, end = name.meta.get("start"), name.meta.get("end")
+    if start is None or end is None or sql[start:end + 1].strip("`\"").lower() != name.name.lower():
+        return None
+    return end + 1
+
+
+def _pin_regenerated(tree: exp.Expression, versions: Mapping[str, int]) -> str:
     for table in _physical_tables(tree):
         version = versions.get(table_name(table))
         if version is not None and not table.args.get("version"):

@@ -11,9 +11,30 @@ from dataclasses import dataclass
 from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import sqlglot
-from sqlglot import exp
+from sqlglot import exp, transforms
+from sqlglot.dialects.spark import Spark
 
-DIALECT = "spark"
+
+class SparkBatchRefresh(Spark):
+    """sqlglot's Spark dialect, writing back what Spark 4 reads with the meaning it had.
+
+    sqlglot's Spark generator targets older Sparks: it rewrites `percentile_cont(p) WITHIN
+    GROUP (ORDER BY x)` (exact) as `percentile_approx(x, p)` (approximate) and QUALIFY as a
+    subquery that adds a `_w` column to a `SELECT *`. Spark 4 reads both as written.
+    """
+
+    class Generator(Spark.Generator):
+        TRANSFORMS = {
+            **{k: v for k, v in Spark.Generator.TRANSFORMS.items() if k is not exp.WithinGroup},
+            exp.Select: transforms.preprocess([
+                transforms.eliminate_distinct_on,
+                transforms.unnest_to_explode,
+                transforms.any_to_exists,
+            ]),
+        }
+
+
+DIALECT = SparkBatchRefresh
 
 
 class NotIncremental(Exception):
