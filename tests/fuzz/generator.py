@@ -147,6 +147,8 @@ class Generator:
             return f"{ref} {op} {self.literal(col)}"
         if col.type == "string":
             choice = r.random()
+            if choice < 0.1 and col.base in VALUES:
+                return f"{ref} not in ({', '.join(sorted(set(r.choice(list(VALUES[col.base])) for _ in range(2))))})"
             if choice < 0.3:
                 return f"{ref} in ({', '.join(sorted(set(r.choice(list(VALUES.get(col.base, ['x']))) for _ in range(2))))})" \
                     if col.base in VALUES else f"{ref} is not null"
@@ -293,11 +295,24 @@ class Generator:
                 using = True
                 on = f"using ({old_col})"
                 new_col = old_col
-            elif self.chance(0.15):
-                extra = [n for n, c in new.cols.items() if n != new_col and c.type in NUMERIC + ("string",)]
-                if extra:
-                    name = self.rng.choice(extra)
-                    on += f" and {self.predicate(f'{new.alias}.{name}', new.cols[name])}"
+            else:
+                spelling = self.rng.random()
+                if spelling < 0.08:
+                    on = f"{old.alias}.{old_col} <=> {new.alias}.{new_col}"  # NULL-safe
+                elif spelling < 0.16:
+                    on = f"coalesce({old.alias}.{old_col}, -1) = {new.alias}.{new_col}"  # an expression
+                if self.chance(0.15):
+                    extra = [n for n, c in new.cols.items() if n != new_col and c.type in NUMERIC + ("string",)]
+                    if extra:
+                        name = self.rng.choice(extra)
+                        on += f" and {self.predicate(f'{new.alias}.{name}', new.cols[name])}"
+                elif self.chance(0.1):
+                    # a condition relating both sides beyond the key
+                    mine = [n for n, c in new.cols.items() if n != new_col and c.type in NUMERIC]
+                    theirs = [n for n, c in old.cols.items() if n != old_col and c.type in NUMERIC]
+                    if mine and theirs:
+                        on += (f" and {new.alias}.{self.rng.choice(mine)} "
+                               f"{self.rng.choice(['<=', '>', '<>'])} {old.alias}.{self.rng.choice(theirs)}")
             joins.append(Join(kind, new, on, old, determines, using))
             sides.append(new)
         return sides, joins
@@ -479,9 +494,14 @@ class Generator:
                 items.append(f"{merged} as using_{merged}")
                 cols[f"using_{merged}"] = Col("int", True, j.side.cols[merged].domain, merged)
                 features.add("using_merged_column")
-        where = self.filters(sides, self.rng.choice([0, 0, 1, 2]))
+        where = self.filters(self.nulled(sides, joins), self.rng.choice([0, 0, 1, 2]))
         if where:
             features.add("where")
+        outer = [j.side for j in joins if j.kind == "left"]
+        if outer and self.chance(0.15):
+            side = self.rng.choice(outer)
+            where.append(f"{side.alias}.{side.ident} is null")  # rows without a match only
+            features.add("anti_join_where")
         if len(where) == 2 and self.chance(0.4):
             where = [f"({where[0]} or {where[1]})"]
             features.add("where_or")

@@ -109,7 +109,6 @@ class FuzzRun:
         self.stats = Stats()
         self.log: List[str] = []  # step, model, kind, action, staged from, fallback reason
         self.dir = os.path.join(settings.out, f"seed{settings.seed}")
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     # -- statements ---------------------------------------------------------------------
     def execute(self, statements: List[str]) -> None:
@@ -122,6 +121,7 @@ class FuzzRun:
     # -- the run ------------------------------------------------------------------------
     def run(self) -> Stats:
         start = time.time()
+        shutil.rmtree(self.dir, ignore_errors=True)
         setup = self.data.initial_sql(PLACEHOLDER)
         self.steps.append({"step": 0, "kind": "setup", "sql": setup})
         self.execute(setup)

@@ -31,3 +31,22 @@ class TestRandomModels:
         print(summary)
         assert stats.model_steps > 0
         assert not stats.failures, summary
+
+    def test_a_wrong_target_is_caught(self, project):
+        """The comparison itself: a target row changed by hand is a mismatch."""
+        run = FuzzRun(project, SETTINGS, MODELS)
+        schema = project.test_schema
+        for m in MODELS:
+            found = run.query(f"select count(*) as n from {schema}.{m.name}")
+            if m.key and int(found[0]["n"]) > 0:
+                # Delta's DELETE takes no subquery; one MERGE removes the row with the least key
+                keys = ", ".join(m.key)
+                on = " and ".join(f"t.{k} <=> s.{k}" for k in m.key)
+                project.run_sql(f"merge into {schema}.{m.name} t using (select {keys} from "
+                                f"{schema}.{m.name} order by {keys} limit 1) s on {on} "
+                                f"when matched then delete")
+                problem = run.compare(m)
+                assert problem and problem[0] == "mismatch", problem
+                assert problem[1].splitlines()[0].count("0 rows extra, 1 missing") == 2, problem
+                return
+        pytest.fail("no model with rows to change")
