@@ -12,8 +12,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet ".[dev]"
 	touch $(STAMP)
 
-# The package is installed as a wheel (not editable) so tests exercise the shipped layout:
-# macros/ is mapped into dbt/include/spark_batch_refresh/macros by the build.
+# The package is installed as a wheel (not editable) so tests exercise the shipped layout.
 install: $(STAMP)
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
 
@@ -53,7 +52,7 @@ test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 clean:
-	rm -rf build dist *.egg-info integration_tests/.batch_refresh integration_tests/target integration_tests/logs
+	rm -rf build dist *.egg-info examples/.batch_refresh examples/target examples/logs
 
 # Benchmark (bench/README in the main README, "Benchmarks"). Not part of `make test`.
 SCALES ?= 1000000

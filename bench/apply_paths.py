@@ -34,7 +34,7 @@ import tempfile
 import time
 from typing import Dict, List
 
-from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

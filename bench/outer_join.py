@@ -35,9 +35,9 @@ from typing import Any, Dict, List
 
 import sqlglot
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import deltajoin as dj
-from dbt.adapters.spark_batch_refresh import sqlgen
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -18,7 +18,7 @@ from typing import List
 
 from dbt.cli.main import dbtRunner
 
-PROJECT = Path(__file__).resolve().parents[1] / "integration_tests"
+PROJECT = Path(__file__).resolve().parents[1] / "examples"
 STEPS = [
     ("dbt seed (orders, customers as Delta tables with Change Data Feed)", ["seed"]),
     ("dbt run #1: snapshot backfill", ["run"]),

@@ -1,4 +1,4 @@
-"""The wheel ships the macros (mapped from macros/); without the `session` extra it has no
+"""The wheel ships the macros (dbt/include/spark_batch_refresh/macros/); without the `session` extra it has no
 Spark, `dbt parse` of a thrift profile works and `method: session` fails with one error naming
 the extra."""
 
@@ -18,10 +18,10 @@ def test_wheel_ships_the_macros(lean_install: LeanInstall) -> None:
     names = zipfile.ZipFile(lean_install.wheel).namelist()
     packaged = sorted(n for n in names if n.startswith("dbt/include/spark_batch_refresh/macros/"))
     sources = sorted(
-        "dbt/include/spark_batch_refresh/macros/" + str(p.relative_to(ROOT / "macros"))
-        for p in (ROOT / "macros").rglob("*.sql")
+        "dbt/include/spark_batch_refresh/macros/" + str(p.relative_to(ROOT / "dbt" / "include" / "spark_batch_refresh" / "macros"))
+        for p in (ROOT / "dbt" / "include" / "spark_batch_refresh" / "macros").rglob("*.sql")
     )
-    assert packaged == sources and sources, "every macro under macros/ ships, nothing else"
+    assert packaged == sources and sources, "every macro under dbt/include/spark_batch_refresh/macros/ ships, nothing else"
     assert "dbt/include/spark_batch_refresh/dbt_project.yml" in names
 
 

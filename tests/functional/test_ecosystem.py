@@ -1,7 +1,7 @@
 """batch_refresh models in the rest of dbt: build, test, ls, show, retry, --select,
 --full-refresh, docs/catalog/lineage, run_results, logging and the status operation.
 
-The project is the example project (integration_tests/: its seeds, models, tests and the demo
+The project is the example project (examples/: its seeds, models, tests and the demo
 change macro) plus one gated model read through a source, so lineage covers refs and sources.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh import status as _status
+from dbt.adapters.spark_batch_refresh.report import status as _status
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 from tests.functional.helpers import (
@@ -30,7 +30,7 @@ from tests.functional.helpers import (
     table_version,
 )
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "integration_tests"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples"
 BATCH_MODELS = ["customer_orders", "customer_totals", "gated_orders", "orders_enriched"]
 RESPONSE_KEYS = {
     "action", "reason", "mode", "resumed", "fallback_reason", "versions_from", "versions_to",
@@ -57,7 +57,7 @@ select order_id, status from {{ source('shop', 'orders') }}
 """
 
 
-# integration_tests/macros/apply_demo_changes.sql as one commit (its four statements cost
+# examples/macros/apply_demo_changes.sql as one commit (its four statements cost
 # ~15 s here): 2 inserts, 3 updates, 1 order cancelled, 2 deleted.
 DEMO_CHANGES = """
 merge into {orders} t using (
@@ -115,7 +115,7 @@ class TestExampleProjectEcosystem:
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        # integration_tests/dbt_project.yml, under this test project's name
+        # examples/dbt_project.yml, under this test project's name
         return {
             "seeds": {"+file_format": "delta",
                       "+tblproperties": {"delta.enableChangeDataFeed": "true"}},

@@ -8,7 +8,7 @@ from typing import Any, List
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh.state import StateStore
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore
 
 TRIALS = 4
 

@@ -21,7 +21,7 @@ from typing import Any, Dict
 import pytest
 import sqlglot
 
-from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
+from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 from tests.functional.helpers import assert_contract, rows, run_ok, sources_yml
 
 KEY = ("coalesce(concat('i:', cast(s.i_id as string)), "

@@ -23,7 +23,7 @@ from tests.fuzz.generator import Model, generate
 def start_spark():
     from pyspark.sql import SparkSession
 
-    from dbt.adapters.spark_batch_refresh.session_defaults import (
+    from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
         SessionSettings, delta_package, embedded_confs, jar_cache_file)
     from tests.spark_confs import TEST_SPARK_CONFS
 

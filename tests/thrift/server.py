@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from dbt.adapters.spark_batch_refresh.session_defaults import (
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
     DELTA_CATALOG,
     DELTA_EXTENSION,
     LOG4J_CONFIG,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from dbt.adapters.spark_batch_refresh import aggdelta as ad
-from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 
 
 def _derive(sql: str, key=("k",)) -> ad.DeltaAggregate:

@@ -1,6 +1,6 @@
 import pytest
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 
 
 def test_rowwise_filter_projection():
@@ -65,7 +65,7 @@ def test_fingerprint_ignores_formatting_but_not_logic():
 def test_gap_classification():
     from datetime import timedelta
 
-    from dbt.adapters.spark_batch_refresh.gaps import classify, parse_interval, retention_risk
+    from dbt.adapters.spark_batch_refresh.plan.gaps import classify, parse_interval, retention_risk
 
     assert classify("[DELTA_MISSING_CHANGE_DATA] Error getting change data") == "cdf_off"
     assert classify("[FAILED_READ_FILE.FILE_NOT_EXIST] file:/w/t/_change_data/x.parquet") == "vacuumed"
@@ -91,9 +91,9 @@ def test_groupable_types():
 def test_explain_says_where_staging_comes_from():
     from datetime import datetime
 
-    from dbt.adapters.spark_batch_refresh import explain
-    from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
-    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.report import explain
+    from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+    from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 
     info = [explain.UpstreamInfo("s.t", UpstreamPoint(3, datetime(2026, 1, 1)), True, 2)]
     config = BatchRefreshConfig(unique_key=("id",))
@@ -121,7 +121,7 @@ def test_explain_says_where_staging_comes_from():
 def test_pin_versions_edits_only_the_pins_into_the_users_text():
     """Issue 31: the SQL a backfill, a full recompute and verify run is the user's, with only
     `VERSION AS OF` added (a regeneration read percentile_cont as percentile_approx)."""
-    from dbt.adapters.spark_batch_refresh.analysis import pin_versions
+    from dbt.adapters.spark_batch_refresh.sql.analysis import pin_versions
 
     sql = ("-- db.t in a comment\nwith x as (select * from `cat`.`db`.`t` t1 where a > 1)\n"
            "select k, percentile_cont(0.5) within group (order by v) as p\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from dbt.adapters.spark_batch_refresh import endpoint
+from dbt.adapters.spark_batch_refresh.storage import endpoint
 
 
 def test_times_are_read_on_the_servers_clock(monkeypatch):

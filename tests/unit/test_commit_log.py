@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from dbt.adapters.spark_batch_refresh.commit_log import (
+from dbt.adapters.spark_batch_refresh.storage.commit_log import (
     TXN_STRIDE, RefreshCommit, TargetLog, columns_hash, txn_version)
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 
 T = datetime(2030, 1, 1)
 COMMIT = RefreshCommit(
@@ -53,9 +53,9 @@ def test_the_refresh_records_its_own_commit_not_the_newest():
     """Issue 19.5: an outside commit landing between the refresh's write and its read of the
     log is not taken as the refresh's own (its version, and so the state row's, is the one the
     plan id is found at)."""
-    from dbt.adapters.spark_batch_refresh.apply import Applier
-    from dbt.adapters.spark_batch_refresh.delta import DeltaReader
-    from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest
+    from dbt.adapters.spark_batch_refresh.engine.apply import Applier
+    from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
+    from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 
     log = [_entry(None, 8, "WRITE"), _entry(COMMIT.to_metadata(), 7)]  # newest first
     fetch = lambda sql: log if sql.startswith("DESCRIBE HISTORY") else []  # noqa: E731
@@ -74,8 +74,8 @@ def test_a_recreated_upstream_is_told_from_its_history_without_a_snapshot_read()
     cannot tell, and the caller falls back to DESCRIBE DETAIL."""
     from datetime import datetime
 
-    from dbt.adapters.spark_batch_refresh.delta import HISTORY_SPAN_MAX, DeltaReader
-    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.storage.delta import HISTORY_SPAN_MAX, DeltaReader
+    from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 
     consumed = UpstreamPoint(3, datetime(2026, 11, 24, 4, 0, 0, 123000))
     log = {3: "2026-11-24 04:00:00.123", 4: "2026-11-24 04:05:00", 5: "2026-11-24 04:06:00"}
@@ -106,8 +106,8 @@ def test_one_history_read_per_moved_upstream() -> None:
     longer span reads back to the consumed version."""
     from datetime import datetime
 
-    from dbt.adapters.spark_batch_refresh.delta import HISTORY_WINDOW, DeltaReader
-    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.storage.delta import HISTORY_WINDOW, DeltaReader
+    from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 
     stamp = "2026-11-24 04:00:00"
     newest = 7
@@ -134,8 +134,8 @@ def test_a_time_delta_may_have_shifted_is_read_again_where_it_is_exact() -> None
     """Delta's history moves a commit not later than the one before it to that time + 1 ms,
     within the window it reads (never the window's oldest row): such a time is read again
     where it is the oldest row, so recorded and compared times are the ones Delta stored."""
-    from dbt.adapters.spark_batch_refresh.delta import HISTORY_WINDOW, DeltaReader, raw_time
-    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.storage.delta import HISTORY_WINDOW, DeltaReader, raw_time
+    from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
     from datetime import datetime
 
     rows = [{"version": 5, "timestamp": "2026-11-24 04:00:00.002"},

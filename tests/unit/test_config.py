@@ -1,6 +1,6 @@
 import pytest
 
-from dbt.adapters.spark_batch_refresh.config import format_duration, parse_config, parse_duration
+from dbt.adapters.spark_batch_refresh.plan.config import format_duration, parse_config, parse_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 
 
 def _derive(sql: str):
@@ -171,9 +171,9 @@ def test_analysis_offers_a_delta_join_only_for_keyed_linear_models():
 def test_explain_names_the_rule_per_upstream():
     from datetime import datetime
 
-    from dbt.adapters.spark_batch_refresh import explain
-    from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
-    from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.report import explain
+    from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+    from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 
     sql = "select o.id, c.region from raw.o o left join raw.c c on o.cid = c.id"
     ups = [explain.UpstreamInfo(u, UpstreamPoint(2, datetime(2026, 1, 1)), True, 2)

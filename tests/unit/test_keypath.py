@@ -2,7 +2,7 @@
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 
 ORDERS_BY_CUSTOMER = """
 with pay as (

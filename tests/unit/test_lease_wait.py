@@ -7,11 +7,11 @@ from typing import List, Optional
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh.config import parse_config
+from dbt.adapters.spark_batch_refresh.plan.config import parse_config
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError
-from dbt.adapters.spark_batch_refresh.lease_wait import MAX_POLL_S, MAX_REPLANS, LeaseWait, held
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint  # noqa: F401 - state deps
-from dbt.adapters.spark_batch_refresh.state import StateRow
+from dbt.adapters.spark_batch_refresh.engine.lease_wait import MAX_POLL_S, MAX_REPLANS, LeaseWait, held
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint  # noqa: F401 - state deps
+from dbt.adapters.spark_batch_refresh.storage.state import StateRow
 
 NOW = datetime(2026, 1, 1, 12, 0, 0)
 

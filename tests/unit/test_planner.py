@@ -2,10 +2,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh.analysis import analyze
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, parse_config
+from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint, plan_run
+from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint, plan_run
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 ROWWISE = analyze("select id, v from s.t where v > 0")
@@ -105,7 +105,7 @@ def test_non_delta_upstream_always_recomputes():
 
 
 def test_closed_gate_skips_before_reading_upstreams() -> None:
-    from dbt.adapters.spark_batch_refresh.planner import closed_gate
+    from dbt.adapters.spark_batch_refresh.plan.planner import closed_gate
 
     t0 = datetime(2026, 1, 1, 12, 0, 0)
     cfg = BatchRefreshConfig(refresh_interval_s=7200)
@@ -128,7 +128,7 @@ def test_closed_gate_skips_before_reading_upstreams() -> None:
 def test_an_analysis_defect_is_a_full_recompute_not_a_failed_build(monkeypatch):
     """Issue 31: any exception while analysing or rewriting a model falls back, with the
     reason; only refresh_mode='incremental' turns it into an error."""
-    from dbt.adapters.spark_batch_refresh import keypath
+    from dbt.adapters.spark_batch_refresh.sql import keypath
 
     def broken(*args, **kwargs):
         raise RuntimeError("rewrite defect")
@@ -147,7 +147,7 @@ def test_an_analysis_defect_is_a_full_recompute_not_a_failed_build(monkeypatch):
 
 
 def test_a_rewrite_that_fails_only_at_replay_time_is_caught_by_the_rehearsal(monkeypatch):
-    from dbt.adapters.spark_batch_refresh import analysis as sa
+    from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 
     def broken(*args, **kwargs):
         raise ValueError("bad text")

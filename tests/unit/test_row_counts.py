@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dbt.adapters.spark_batch_refresh.apply import count_committed, merge_counts
-from dbt.adapters.spark_batch_refresh.run_result import RefreshResult
+from dbt.adapters.spark_batch_refresh.engine.apply import count_committed, merge_counts
+from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshResult
 
 
 def _add(result: RefreshResult, counts: dict) -> None:

@@ -1,5 +1,5 @@
-from dbt.adapters.spark_batch_refresh import sqlgen
-from dbt.adapters.spark_batch_refresh.session_defaults import SessionSettings, embedded_confs
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import SessionSettings, embedded_confs
 
 
 def test_literal_escaping():
@@ -75,8 +75,8 @@ def test_replace_where_lists_the_keys_and_checks_new_ones_in_their_own_range():
 
 
 def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
-    from dbt.adapters.spark_batch_refresh.apply import REPLACE_WHERE_MAX_KEYS, replaceable
-    from dbt.adapters.spark_batch_refresh.stage import Staged
+    from dbt.adapters.spark_batch_refresh.engine.apply import REPLACE_WHERE_MAX_KEYS, replaceable
+    from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 
     cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
             (sqlgen.HAD_OLD, "boolean"), ("_br_k_0", "bigint")]

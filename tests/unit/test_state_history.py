@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import List
 
-from dbt.adapters.spark_batch_refresh import endpoint
-from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
-from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row, state_values
-from dbt.adapters.spark_batch_refresh.state import StateStore
+from dbt.adapters.spark_batch_refresh.storage import endpoint
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row, state_values
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore
 
 T = datetime(2030, 1, 1, 12, 0, 0)
 

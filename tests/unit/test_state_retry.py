@@ -4,7 +4,7 @@ from datetime import datetime
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh.state import StateStore, is_conflict, retry_conflicts
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore, is_conflict, retry_conflicts
 
 CONFLICT = RuntimeError("[DELTA_CONCURRENT_APPEND] ConcurrentAppendException: Files were added")
 

@@ -3,7 +3,7 @@ in tests/functional/test_batch_refresh.py)."""
 
 from __future__ import annotations
 
-from dbt.adapters.spark_batch_refresh.verify import Verdict, differences_sql
+from dbt.adapters.spark_batch_refresh.engine.verify import Verdict, differences_sql
 
 
 def test_differences_compare_both_ways_and_tag_the_side():

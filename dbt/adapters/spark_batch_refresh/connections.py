@@ -19,7 +19,7 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
-from dbt.adapters.spark_batch_refresh.session_defaults import (
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
     SessionSettings,
     delta_package,
     embedded_confs,

@@ -18,20 +18,21 @@ from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh import __version__
-from dbt.adapters.spark_batch_refresh import explain, nodes
-from dbt.adapters.spark_batch_refresh.analysis import analyze
-from dbt.adapters.spark_batch_refresh.config import parse_config
-from dbt.adapters.spark_batch_refresh import status as status_report
+from dbt.adapters.spark_batch_refresh.report import explain
+from dbt.adapters.spark_batch_refresh.report import nodes
+from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
+from dbt.adapters.spark_batch_refresh.plan.config import parse_config
+from dbt.adapters.spark_batch_refresh.report import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
-from dbt.adapters.spark_batch_refresh.executor import Refresher
-from dbt.adapters.spark_batch_refresh.record import Recorder
-from dbt.adapters.spark_batch_refresh.response import BatchRefreshResponse
-from dbt.adapters.spark_batch_refresh import endpoint
-from dbt.adapters.spark_batch_refresh.endpoint import current_time
-from dbt.adapters.spark_batch_refresh.run_result import RefreshRequest
-from dbt.adapters.spark_batch_refresh.verify import Verifier
-from dbt.adapters.spark_batch_refresh.state import (
+from dbt.adapters.spark_batch_refresh.engine.executor import Refresher
+from dbt.adapters.spark_batch_refresh.engine.record import Recorder
+from dbt.adapters.spark_batch_refresh.report.response import BatchRefreshResponse
+from dbt.adapters.spark_batch_refresh.storage import endpoint
+from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
+from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
+from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
+from dbt.adapters.spark_batch_refresh.storage.state import (
     HISTORY_TABLE, STATE_TABLE, StateStore, points_json)
 
 logger = AdapterLogger("SparkBatchRefresh")

@@ -18,13 +18,13 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh import aggdelta as ad
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import sqlgen
-from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
-from dbt.adapters.spark_batch_refresh.session_confs import USER_METADATA, SessionConfs
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
+from dbt.adapters.spark_batch_refresh.storage.session_confs import USER_METADATA, SessionConfs
 
 META_KEY = "batch_refresh_sidecar"
 # The sidecar version of the target's newest refresh is the newest one, or one behind after a

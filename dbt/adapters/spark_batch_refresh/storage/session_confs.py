@@ -3,9 +3,9 @@ Delta reads from the session (each dbt connection is its own Spark session)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping
+from typing import Any, Dict, Mapping
 
-Run = Callable[[str], None]
+from dbt.adapters.spark_batch_refresh.storage.calls import Run
 
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"

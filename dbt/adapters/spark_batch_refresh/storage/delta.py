@@ -9,12 +9,12 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh.commit_log import TargetLog
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint
-from dbt.adapters.spark_batch_refresh.run_result import Fetch
-from dbt.adapters.spark_batch_refresh.state import as_datetime
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
+from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
 # How far back a run looks for its own last commit when the newest one is not a refresh's
 # (table maintenance, or a write by someone else).

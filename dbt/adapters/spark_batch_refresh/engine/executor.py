@@ -19,29 +19,29 @@ from typing import List, Mapping, Optional
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh import aggdelta as ad
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh.aggstage import AggRun, SidecarUpkeep
-from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh
-from dbt.adapters.spark_batch_refresh.chunks import ChunkedApply, lease_error
-from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog, columns_hash
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, parse_config
-from dbt.adapters.spark_batch_refresh.delta import Columns, DeltaReader
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
+from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRefresh
+from dbt.adapters.spark_batch_refresh.engine.chunks import ChunkedApply, lease_error
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, columns_hash
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
+from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
-from dbt.adapters.spark_batch_refresh.endpoint import current_time
+from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.gaps import (
+from dbt.adapters.spark_batch_refresh.plan.gaps import (
     RETENTION_CHECK_AGE, Gap, classify, retention_risk)
-from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait
-from dbt.adapters.spark_batch_refresh.planner import (
+from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
+from dbt.adapters.spark_batch_refresh.plan.planner import (
     BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
     rebuild_or_fail)
-from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
-from dbt.adapters.spark_batch_refresh.run_result import (
+from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
+from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
-from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
-from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
+from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
+from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
 

@@ -23,11 +23,11 @@ from typing import Any, Dict, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit
-from dbt.adapters.spark_batch_refresh.delta import LOG_LOOKBACK, DeltaReader
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
+from dbt.adapters.spark_batch_refresh.storage.delta import LOG_LOOKBACK, DeltaReader
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshResult, Run
-from dbt.adapters.spark_batch_refresh.state import StateStore, points_json
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshResult, Run
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
 logger = AdapterLogger("SparkBatchRefresh")
 

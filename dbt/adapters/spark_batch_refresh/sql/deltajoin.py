@@ -40,8 +40,8 @@ from typing import Callable, Collection, Dict, FrozenSet, List, Mapping, Optiona
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_batch_refresh import sqltree as st
-from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 
 RULE = "delta join"
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, List, Mapping, Optional, Tuple
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import sqlgen
-from dbt.adapters.spark_batch_refresh.aggstage import AggRun, SidecarUpkeep
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
-from dbt.adapters.spark_batch_refresh.delta import Columns
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.planner import BACKFILL, REPLAY, Plan
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, REPLAY, Plan
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
 
 # Stagings netted from signed change rows (sqlgen.staging_from_changes).
 FROM_CHANGES = ("changes", "join")

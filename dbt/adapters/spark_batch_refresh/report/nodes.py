@@ -6,8 +6,8 @@ from typing import Any, Dict, Mapping, Optional
 
 from dbt.adapters.contracts.relation import RelationConfig
 
-from dbt.adapters.spark_batch_refresh import status as status_report
-from dbt.adapters.spark_batch_refresh.config import parse_duration
+from dbt.adapters.spark_batch_refresh.report import status as status_report
+from dbt.adapters.spark_batch_refresh.plan.config import parse_duration
 
 
 def model_info(node: Mapping[str, Any]) -> status_report.ModelInfo:

@@ -24,10 +24,10 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_batch_refresh import deltajoin as dj
-from dbt.adapters.spark_batch_refresh import sqltree as st
-from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
-from dbt.adapters.spark_batch_refresh.sqlgen import keys_match, q
+from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
+from dbt.adapters.spark_batch_refresh.sql.sqlgen import keys_match, q
 
 SIGN = "_br_sign"
 ROWS = "_br_n"  # rows per group: a group whose count reaches 0 leaves the model

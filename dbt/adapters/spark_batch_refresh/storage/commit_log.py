@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.planner import Plan, UpstreamPoint
-from dbt.adapters.spark_batch_refresh.state import as_datetime
+from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
 PLAN_KEY = "batch_refresh_plan"  # in every commit a refresh makes (also read by older tests)
 FORMAT = 2

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
-from dbt.adapters.spark_batch_refresh import endpoint
-from dbt.adapters.spark_batch_refresh.planner import ModelState, UpstreamPoint
-from dbt.adapters.spark_batch_refresh.sqlgen import lit
+from dbt.adapters.spark_batch_refresh.storage import endpoint
+from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
+from dbt.adapters.spark_batch_refresh.sql.sqlgen import lit
 
 STATE_TABLE = "batch_refresh_state"
 HISTORY_TABLE = "batch_refresh_history"
@@ -39,9 +40,6 @@ def retry_conflicts(action: Callable[[], T], attempts: int = _ATTEMPTS) -> T:
                 raise
             time.sleep(0.05 * attempt)  # back off so the winner's commit lands first
     raise AssertionError("unreachable")
-
-Fetch = Callable[[str], List[Dict[str, Any]]]
-Run = Callable[[str], None]
 
 _STATE_COLUMNS = """
   model_id STRING, relation STRING, phase STRING, fingerprint STRING, consumed STRING,

@@ -16,12 +16,12 @@ from typing import Any, Dict, List, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.record import Recorder
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, Run
-from dbt.adapters.spark_batch_refresh.state import StateStore
+from dbt.adapters.spark_batch_refresh.engine.record import Recorder
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore
 
 SIDE = "batch_refresh_side"
 ONLY_TARGET = "only in target"

@@ -13,8 +13,8 @@ from typing import List, Optional, Set
 
 from sqlglot import exp
 
-from dbt.adapters.spark_batch_refresh import sqltree as st
-from dbt.adapters.spark_batch_refresh.sqltree import NotIncremental
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.sqltree import NotIncremental
 
 _MATCH = "_br_m"  # the change rows a NULL-extended row's preserved side must match
 

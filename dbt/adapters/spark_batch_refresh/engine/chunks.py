@@ -18,20 +18,20 @@ from typing import Optional, Protocol, Set
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh.apply import Applier, ConcurrentRefresh, count_committed
-from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
-from dbt.adapters.spark_batch_refresh.delta import Columns
-from dbt.adapters.spark_batch_refresh.endpoint import current_time
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRefresh, count_committed
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, format_duration
+from dbt.adapters.spark_batch_refresh.storage.delta import Columns
+from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.lease_wait import LeaseFreed, LeaseWait, held
-from dbt.adapters.spark_batch_refresh.planner import Plan
-from dbt.adapters.spark_batch_refresh.record import Outcome, Recorder, history_row
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
-from dbt.adapters.spark_batch_refresh.stage import Staged, Stager
-from dbt.adapters.spark_batch_refresh.state import StateRow, StateStore
+from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait, held
+from dbt.adapters.spark_batch_refresh.plan.planner import Plan
+from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
+from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
+from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
 

@@ -16,10 +16,10 @@ from typing import Callable, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.spark_batch_refresh.config import format_duration
+from dbt.adapters.spark_batch_refresh.plan.config import format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.state import StateRow
+from dbt.adapters.spark_batch_refresh.storage.state import StateRow
 
 logger = AdapterLogger("SparkBatchRefresh")
 

@@ -39,9 +39,9 @@ from typing import List, Mapping, Optional, Sequence, Set, Tuple
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.spark_batch_refresh import nullext
-from dbt.adapters.spark_batch_refresh import sqltree as st
-from dbt.adapters.spark_batch_refresh.sqltree import NotIncremental, Occurrence
+from dbt.adapters.spark_batch_refresh.sql import nullext
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.sqltree import NotIncremental, Occurrence
 
 
 class _KeyOffPartition(NotIncremental):

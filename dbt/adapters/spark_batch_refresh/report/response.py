@@ -7,7 +7,7 @@ from typing import Any, Dict, Mapping
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
-from dbt.adapters.spark_batch_refresh import status as status_report
+from dbt.adapters.spark_batch_refresh.report import status as status_report
 
 
 @dataclass

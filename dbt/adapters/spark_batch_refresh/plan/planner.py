@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Dict, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.analysis import Analysis
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig, format_duration
+from dbt.adapters.spark_batch_refresh.sql.analysis import Analysis
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.gaps import Gap
+from dbt.adapters.spark_batch_refresh.plan.gaps import Gap
 
 SKIP = "skip"  # gate closed: upstreams moved, but not far enough yet
 NOOP = "noop"  # nothing moved upstream

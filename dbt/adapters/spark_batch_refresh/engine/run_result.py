@@ -7,10 +7,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from dbt.adapters.spark_batch_refresh.planner import NOOP, SKIP
+from dbt.adapters.spark_batch_refresh.plan.planner import NOOP, SKIP
+from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
 
-Fetch = Callable[[str], List[Dict[str, Any]]]
-Run = Callable[[str], None]
 
 TRACE_ENV = "BATCH_REFRESH_TRACE"  # profiling aid: append each statement's seconds and SQL here
 

@@ -12,18 +12,18 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import sqlgen
-from dbt.adapters.spark_batch_refresh.commit_log import RefreshCommit, TargetLog, txn_app_id
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
-from dbt.adapters.spark_batch_refresh.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, txn_app_id
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.planner import BACKFILL, FULL, REPLAY
-from dbt.adapters.spark_batch_refresh.run_result import Fetch, RefreshRequest, RefreshResult, Run
-from dbt.adapters.spark_batch_refresh.session_confs import (
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, REPLAY
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
+from dbt.adapters.spark_batch_refresh.storage.session_confs import (
     USER_METADATA, SessionConfs, idempotent_write)
-from dbt.adapters.spark_batch_refresh.stage import Staged
-from dbt.adapters.spark_batch_refresh.state import is_conflict
+from dbt.adapters.spark_batch_refresh.engine.stage import Staged
+from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
 
 # A commit made moments ago is among the newest few, even if maintenance committed after it.
 _VERIFY_LOOKBACK = 10

@@ -8,12 +8,12 @@ from typing import Dict, List, Mapping, Optional, Tuple
 from sqlglot import exp
 from sqlglot.lineage import lineage
 
-from dbt.adapters.spark_batch_refresh import aggdelta as ad
-from dbt.adapters.spark_batch_refresh import analysis as sa
-from dbt.adapters.spark_batch_refresh import deltajoin as dj
-from dbt.adapters.spark_batch_refresh.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.planner import UpstreamPoint, choose_mode, delta_upkeep
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, choose_mode, delta_upkeep
 
 
 def key_sources(sql: str, key: Tuple[str, ...]) -> Dict[str, List[str]]:

@@ -17,12 +17,12 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-from dbt.adapters.spark_batch_refresh import aggdelta as ad
-from dbt.adapters.spark_batch_refresh import deltajoin as dj
-from dbt.adapters.spark_batch_refresh import keypath as kp
-from dbt.adapters.spark_batch_refresh import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
+from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql import keypath as kp
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.sqltree import DIALECT
+from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 
 
 # Functions whose value differs between evaluations: a recompute of some keys would not

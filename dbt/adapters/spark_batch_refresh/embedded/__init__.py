@@ -1,0 +1,1 @@
+"""The local (`method: session`) Spark and its confs."""

@@ -1,0 +1,1 @@
+"""Deciding what one run of one model does (pure): configs, the planner, change-feed gaps."""

@@ -1,0 +1,1 @@
+"""What users read: status, explain, adapter_response, catalog nodes."""
