@@ -54,7 +54,7 @@ test-unit: install
 clean:
 	rm -rf build dist *.egg-info examples/.batch_refresh examples/target examples/logs
 
-# Benchmark (bench/README in the main README, "Benchmarks"). Not part of `make test`.
+# Benchmark (bench/README.md). Not part of `make test`.
 SCALES ?= 1000000
 FRACTIONS ?= 0.0001,0.001,0.01,0.1
 # Which keys a change batch touches (bench/data.py): uniform (worst case), recent, append.

@@ -4,7 +4,7 @@ seed -> run (backfill) -> scripted upstream change -> run (replay) -> run (no-op
 -> test (the contract check, `batch_refresh_consistent`). dbt runs in-process through its
 programmatic runner, so the embedded Spark starts once, as a Spark server you connect to
 (`method: thrift`) would already be running: the times dbt prints are a refresh's own cost,
-not a JVM start and cold planning per command (README, "Cost floor", for those).
+not a JVM start and cold planning per command (bench/README.md, "Cost floor", for those).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ CHANGE_ACTIONS = ("rebuild", "fail")
 # How an aggregate that qualifies for delta upkeep (aggdelta.py) replays. `recompute` (the
 # default): its affected groups at the pinned versions (a global aggregate: in full); `delta`:
 # old state + signed change rows, with a sidecar. Opt-in because at 10M upstream rows on the
-# 2-core bench machine delta upkeep was the slower of the two (README, Benchmarks).
+# 2-core bench machine delta upkeep was the slower of the two (bench/README.md).
 AGGREGATE_UPKEEP = ("recompute", "delta")
 DEFAULT_MERGE_CHUNK_ROWS = 5_000_000
 DEFAULT_LEASE_TIMEOUT_S = 3600.0
