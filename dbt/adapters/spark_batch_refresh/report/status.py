@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-SKIP, NOOP, BACKFILL = "skip", "noop", "backfill"
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, NOOP, SKIP
+
 NEVER_RUN = "never run"
 
 
@@ -94,7 +95,7 @@ def _chunks(n: Any) -> str:
     return f"in {n} chunk" + ("" if n == 1 else "s")
 
 
-_VERBS = {"full": "full recompute"}
+_VERBS = {FULL: "full recompute"}
 
 
 def summary_line(data: Mapping[str, Any]) -> str:
