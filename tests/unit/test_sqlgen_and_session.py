@@ -75,8 +75,7 @@ def test_replace_where_lists_the_keys_and_checks_new_ones_in_their_own_range():
 
 
 def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
-    from dbt.adapters.spark_batch_refresh.engine.apply import (
-        REPLACE_WHERE_MAX_KEYS, appendable, replaceable)
+    from dbt.adapters.spark_batch_refresh.engine.apply import REPLACE_WHERE_MAX_KEYS, replaceable
     from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 
     cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
@@ -89,15 +88,9 @@ def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
     assert not replaceable(Staged("st", snapshot, rows=10, key_range=("1", "9")), 1)
     assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, key_range=("1", "9")), 1)
     assert not replaceable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
-    # new keys only (an append): a blind INSERT after the new-key check
-    appended = Staged("st", cols, rows=10, new_rows=10, key_range=("1", "9"))
-    assert not replaceable(appended, 1) and appendable(appended, 1)
-    assert not appendable(appended, 2)  # several chunks merge
-    assert not appendable(Staged("st", cols, rows=10, new_rows=10), 1)  # no literal range
-    assert not appendable(Staged("st", snapshot, rows=10, new_rows=10, key_range=("1", "9")), 1)
-    assert not appendable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
-    mixed = Staged("st", cols, rows=10, new_rows=9, key_range=("1", "9"))
-    assert replaceable(mixed, 1) and not appendable(mixed, 1)
+    # new keys only (an append): the insert-only MERGE is cheaper
+    assert not replaceable(Staged("st", cols, rows=10, new_rows=10, key_range=("1", "9")), 1)
+    assert replaceable(Staged("st", cols, rows=10, new_rows=9, key_range=("1", "9")), 1)
 
 
 def test_merge_compares_maps_as_json():

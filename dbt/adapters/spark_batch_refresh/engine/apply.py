@@ -109,21 +109,9 @@ class Applier:
             # Full recompute of a model without a key: overwrite keeps the table's identity.
             self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
             return {"rows_inserted": staged.rows}
-        if commit.action == REPLAY and appendable(staged, commit.chunks):
-            return self._insert_new(req, staged, columns)
         if commit.action == REPLAY and replaceable(staged, commit.chunks):
             return self._replace(req, config, staged, columns)
         return self._merge(req, config, staged, commit, columns)
-
-    def _insert_new(self, req: RefreshRequest, staged: Staged,
-                    columns: List[str]) -> Dict[str, int]:
-        """Only new keys: one blind INSERT. Delta commits it without reading the target (a
-        MERGE rebuilds the target's state and joins it first), and blind INSERTs never
-        conflict. That no staged key is already in the target was checked by guard(); the
-        txnAppId/txnVersion of the commit still make a second run of this refresh a no-op."""
-        cols = ", ".join(sqlgen.q(c) for c in columns)
-        self._run(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
-        return {"rows_inserted": staged.rows}
 
     def _replace(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                  columns: List[str]) -> Dict[str, int]:
@@ -187,8 +175,7 @@ class Applier:
         that then loses the race to another run's commit of the same refresh is told so by
         Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
         the winner's rows."""
-        if action == REPLAY and (appendable(staged, 1)
-                                 or replaceable(staged, 1) and staged.new_rows):
+        if action == REPLAY and replaceable(staged, 1) and staged.new_rows:
             self.check_new_keys(req, config, staged)
 
     def check_new_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
@@ -221,22 +208,13 @@ class Applier:
         self._run(f"DROP TABLE IF EXISTS {table}")
 
 
-def appendable(staged: Staged, chunks: int) -> bool:
-    """A replay applied by a blind INSERT instead of MERGE: one chunk of a changes-only
-    staging whose every row is a new key (no key had an old row: inserts upstream, or rows
-    entering the model's filter), with literal key bounds so the new-key check reads only the
-    target files that can hold those keys (none, for keys above the table's newest)."""
-    return (chunks == 1 and staged.from_changes and staged.key_range is not None
-            and 0 < staged.rows == staged.new_rows)
-
-
 def replaceable(staged: Staged, chunks: int) -> bool:
     """A replay applied by REPLACE WHERE instead of MERGE: one chunk of a changes-only staging
     (only keys whose row changed), a single key column with literal bounds (integer, string or
     date: `key_range`), few enough keys to list, and some key with an old row (an update or a
-    delete). New keys alone are appendable() instead: listing them for REPLACE WHERE cost more
-    than it saved (10M rows, 10,000 appended: 6.4 s against the MERGE's 4.1 s,
-    bench/results/replacewhere.md)."""
+    delete). New keys alone stay a MERGE: Delta runs an insert-only MERGE as an anti-join
+    pruned to the key range, cheaper than listing keys and checking them (10M rows, 10,000
+    appended: 4.1 s replay by MERGE, 6.4 s by REPLACE WHERE, bench/results/replacewhere.md)."""
     return (chunks == 1 and staged.from_changes and staged.key_range is not None
             and staged.new_rows < staged.rows <= REPLACE_WHERE_MAX_KEYS)
 

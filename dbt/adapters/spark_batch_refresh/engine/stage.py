@@ -47,7 +47,7 @@ class Staged:
     # A global aggregate's replay: its one row replaces the target's (no key to merge by).
     overwrite: bool = False
     # Changes-only staging of a single ranged key: its rows without an old row (new keys), and
-    # their literal key range, for the new-key check of a REPLACE WHERE or INSERT apply (apply.py).
+    # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
     new_range: Optional[tuple[str, str]] = None
 
