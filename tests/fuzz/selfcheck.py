@@ -25,15 +25,13 @@ def start_spark():
 
     from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
         SessionSettings, delta_package, embedded_confs, jar_cache_file)
+    from dbt.adapters.spark_batch_refresh.embedded.jar_cache import read_jars
     from tests.spark_confs import TEST_SPARK_CONFS
 
     base = tempfile.mkdtemp(prefix="fuzz-selfcheck-")
     settings = SessionSettings(session_dir=base, user_confs=dict(TEST_SPARK_CONFS))
     cache = jar_cache_file(delta_package(settings, os.environ), os.environ)
-    if os.path.exists(cache):
-        with open(cache) as handle:
-            jars = [line.strip() for line in handle if line.strip()]
-        settings = replace(settings, cached_jars=jars or None)
+    settings = replace(settings, cached_jars=read_jars(cache) or None)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in embedded_confs(settings, cwd=base).items():

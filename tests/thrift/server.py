@@ -37,6 +37,7 @@ from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
     delta_package,
     jar_cache_file,
 )
+from dbt.adapters.spark_batch_refresh.embedded.jar_cache import read_jars
 
 from tests.spark_confs import JVM_OPTIONS, LOCAL_CONFS, PARTITION_CONFS
 
@@ -60,12 +61,7 @@ def _free_port() -> int:
 
 
 def _cached_jars() -> Optional[List[str]]:
-    cache = jar_cache_file(delta_package(SessionSettings(), os.environ), os.environ)
-    try:
-        with open(cache) as handle:
-            return [line.strip() for line in handle if line.strip()]
-    except OSError:
-        return None
+    return read_jars(jar_cache_file(delta_package(SessionSettings(), os.environ), os.environ))
 
 
 # The server runs in a time zone of its own (UTC-11, no daylight saving; test clients here run

@@ -122,3 +122,36 @@ def test_user_java_options_add_to_ours():
         SessionSettings(user_confs={"spark.driver.extraJavaOptions": "-Xss4m"}), cwd="/p", env={})
     opts = confs["spark.driver.extraJavaOptions"]
     assert "-Dderby.system.home=/p/.batch_refresh" in opts and opts.endswith("-Xss4m")
+
+
+def test_a_first_start_waits_for_the_one_resolving_the_jars(tmp_path):
+    """Two processes resolving the Delta package into an empty Ivy cache at once download the
+    same files over each other, and one start fails ("Downloaded file size (0) doesn't match
+    expected Content Length": two pytest workers on a fresh machine). A start with no
+    remembered jars waits for the lock and then starts from the jars the first one remembered."""
+    import threading
+
+    from dbt.adapters.spark_batch_refresh.embedded import jar_cache
+
+    jar = tmp_path / "delta.jar"
+    jar.write_text("")
+    cache = str(tmp_path / "cache" / "delta.jars")
+    found = {}
+
+    def confs_for(jars):
+        return embedded_confs(SessionSettings(cached_jars=jars), cwd=str(tmp_path), env={})
+
+    def second():
+        found.update(jar_cache.start_resolving_once(cache, confs_for, lambda confs: confs))
+
+    with jar_cache.resolving_alone(cache):  # the first process, resolving
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(timeout=1.0)
+        assert waiting.is_alive(), "the second start did not wait for the first"
+        assert jar_cache.remember_jars(cache, f"file:{jar}")
+    waiting.join()
+    assert found["spark.jars"] == str(jar) and "spark.jars.packages" not in found
+    # once remembered, a start takes no lock at all
+    with jar_cache.resolving_alone(cache):
+        assert jar_cache.start_resolving_once(cache, confs_for, dict)["spark.jars"] == str(jar)

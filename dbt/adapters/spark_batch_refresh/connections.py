@@ -7,7 +7,7 @@ import os
 import threading
 from dataclasses import dataclass, replace
 from importlib import metadata
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -24,6 +24,10 @@ from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
     delta_package,
     embedded_confs,
     jar_cache_file,
+)
+from dbt.adapters.spark_batch_refresh.embedded.jar_cache import (
+    remember_jars,
+    start_resolving_once,
 )
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -95,8 +99,15 @@ class _EmbeddedSpark:
             user_confs=creds.server_side_parameters,
         )
         cache = jar_cache_file(delta_package(settings, os.environ), os.environ)
-        settings = replace(settings, cached_jars=_read_lines(cache))
-        confs = embedded_confs(settings, cwd=os.getcwd())
+        return start_resolving_once(
+            cache,
+            lambda jars: embedded_confs(replace(settings, cached_jars=jars), cwd=os.getcwd()),
+            lambda confs: _EmbeddedSpark._build(confs, cache))
+
+    @staticmethod
+    def _build(confs: Dict[str, str], cache: str) -> Any:
+        from pyspark.sql import SparkSession
+
         # The embedded Spark serves only this process: bind it to loopback.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         os.makedirs(os.path.dirname(confs["spark.sql.warehouse.dir"]), exist_ok=True)
@@ -106,8 +117,9 @@ class _EmbeddedSpark:
         logger.debug(f"Starting embedded Spark with {confs}")
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
-        if "spark.jars.packages" in confs:
-            _remember_jars(cache, spark.sparkContext.getConf().get("spark.jars", ""))
+        if "spark.jars.packages" in confs and not remember_jars(
+                cache, spark.sparkContext.getConf().get("spark.jars", "")):
+            logger.debug(f"Could not remember the Delta jars in {cache}")
         return spark
 
 
@@ -148,26 +160,6 @@ def _installed(distribution: str) -> bool:
         return True
     except metadata.PackageNotFoundError:
         return False
-
-
-def _read_lines(path: str) -> Optional[List[str]]:
-    try:
-        with open(path) as handle:
-            return [line.strip() for line in handle if line.strip()]
-    except OSError:
-        return None
-
-
-def _remember_jars(path: str, jars: str) -> None:
-    local = [j.removeprefix("file://").removeprefix("file:") for j in jars.split(",") if j]
-    if not local or not all(os.path.isfile(j) for j in local):
-        return
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as handle:
-            handle.write("\n".join(local) + "\n")
-    except OSError:
-        logger.debug(f"Could not write the Delta jar cache {path}")
 
 
 class _SessionCursor:
