@@ -95,8 +95,7 @@ def main(rows: int, rounds: int) -> None:
                 cached(spark, name, select)
             plus, minus = joined.terms(MODEL, change_rows, ranges, new, old,
                                        joined.key_views(f"_t{r}"))
-            cached(spark, f"_t{r}_net", sqlgen.net_rows(plus, minus, COLUMNS))
-            n = cached(spark, f"_t{r}", sqlgen.staging_from_net(f"_t{r}_net", COLUMNS, KEY))
+            n = cached(spark, f"_t{r}", sqlgen.staging_from_changes(plus, minus, COLUMNS, KEY))
             timing = {"transition": time.perf_counter() - t0}
             staged["transition"] = n
 
@@ -112,7 +111,7 @@ def main(rows: int, rounds: int) -> None:
             spark.sql(f"CREATE OR REPLACE TABLE rebuilt USING delta AS "
                       f"{sa.pin_versions(MODEL, new)}")
             timing["rebuild"] = time.perf_counter() - t0
-            for view in (f"_t{r}", f"_t{r}_outer0", f"_t{r}_net", f"_k{r}", f"_a{r}"):
+            for view in (f"_t{r}", f"_t{r}_outer0", f"_k{r}", f"_a{r}"):
                 spark.sql(f"DROP VIEW IF EXISTS {view}")
             label = "warm-up" if r == 0 else f"round {r}"
             print(f"{label}: " + ", ".join(f"{m} {s:.2f}s" for m, s in timing.items())

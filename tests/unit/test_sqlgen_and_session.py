@@ -36,9 +36,11 @@ def test_staging_from_changes_nets_signed_rows():
     assert "SELECT `id`, `v`, -1 AS _br_s FROM (\nSELECT id, v FROM minus" in sql
     assert "GROUP BY `id`, `v` HAVING sum(_br_s) <> 0" in sql
     # a row that appears twice stays twice, so the key check sees the duplicate
-    assert "explode(sequence(1L, _br_n))" in sql
-    assert "true AS _br_had_old FROM _br_net WHERE _br_n < 0" in sql
-    assert sql.count("_br_k_0") == 1 and "LEFT JOIN _br_old" in sql
+    assert "array_repeat(struct(`id`, `v`, true AS _br_present), CAST(_br_n AS INT))" in sql
+    assert "max(CASE WHEN _br_n < 0 THEN true END) AS _br_had_old" in sql
+    # one pass over the netted rows, grouped by key; a key with no present row is a tombstone
+    assert "FROM _br_net GROUP BY `id` HAVING count(*) > 0" in sql and "JOIN" not in sql
+    assert sql.count("_br_k_0") == 1 and "LATERAL VIEW OUTER explode(_br_rs)" in sql
 
 
 def test_merge_guard_refuses_new_rows_on_unchanged_keys_first():

@@ -161,13 +161,9 @@ class Stager:
             extra.append(name)
         plus, minus = joined.terms(sql, change_rows, ranges, plan.versions_to(),
                                    plan.versions_from(), joined.key_views(view))
-        if not transitions:
-            return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
-        # A transition term reads the preserved side whole: its netted rows are cached once.
-        net = f"{view}_net"
-        self._run(f"CACHE TABLE {net} AS\n{sqlgen.net_rows(plus, minus, names)}")
-        extra.append(net)
-        return sqlgen.staging_from_net(net, names, config.unique_key), "join"
+        # The staging reads the netted rows once (one pass by key), so a transition term's
+        # preserved side is scanned once without caching them apart.
+        return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
                     model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:

@@ -104,27 +104,25 @@ def net_rows(plus_sql: str, minus_sql: str, columns: Sequence[str]) -> str:
     )
 
 
-def staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
-    """staging_from_changes over netted rows cached beforehand in `net` (net_rows): the
-    staging reads them three times, and Spark reuses only part of a plan that computes them
-    (a transition term's preserved side would be scanned twice over)."""
-    return "WITH " + _staging_from_net(net, columns, unique_key)
-
-
 def _staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
-    cols = ", ".join(q(c) for c in columns)
+    # One pass grouped by key (a self-join of three reads of `net` cost twice as much, #34):
+    # each key's present rows, repeated by their count so a row appearing twice stays twice
+    # and the key check reports the duplicate; OUTER explode leaves a key with no present row
+    # as one all-NULL row, its tombstone. The HAVING keeps a keyless (global) group from
+    # turning an empty net into a tombstone.
     keys = ", ".join(q(k) for k in unique_key)
+    fields = ", ".join(f"_br_e.{q(c)}" for c in columns)
+    row = ", ".join([q(c) for c in columns] + [f"true AS {PRESENT}"])
+    group_by = f" GROUP BY {keys}" if keys else ""
+    key_cols = f", {keys}" if keys else ""
     return (
-        f"_br_affected AS (SELECT DISTINCT {keys} FROM {net}),\n"
-        f"_br_old AS (SELECT DISTINCT {keys}, true AS {HAD_OLD} FROM {net} WHERE _br_n < 0),\n"
-        # A row appearing twice stays twice, so the key check reports the duplicate.
-        f"_br_rows AS (\n  SELECT {cols}, true AS {PRESENT}\n"
-        f"  FROM (SELECT * FROM {net} WHERE _br_n > 0) _br_g\n"
-        f"  LATERAL VIEW explode(sequence(1L, _br_n)) _br_x AS _br_i\n)\n"
-        f"SELECT _br_r.*, _br_o.{HAD_OLD}, {_keys_out(unique_key, '_br_a')}\n"
-        f"FROM _br_affected _br_a\n"
-        f"LEFT JOIN _br_rows _br_r ON {keys_match(unique_key, '_br_a', '_br_r')}\n"
-        f"LEFT JOIN _br_old _br_o ON {keys_match(unique_key, '_br_a', '_br_o')}"
+        f"_br_g AS (\n  SELECT max(CASE WHEN _br_n < 0 THEN true END) AS {HAD_OLD}, "
+        f"flatten(collect_list(CASE WHEN _br_n > 0 THEN "
+        f"array_repeat(struct({row}), CAST(_br_n AS INT)) END)) AS _br_rs{key_cols}\n"
+        f"  FROM {net}{group_by} HAVING count(*) > 0\n)\n"
+        f"SELECT {fields}, _br_e.{PRESENT}, _br_g.{HAD_OLD}"
+        f"{', ' + _keys_out(unique_key, '_br_g') if unique_key else ''}\n"
+        f"FROM _br_g LATERAL VIEW OUTER explode(_br_rs) _br_x AS _br_e"
     )
 
 
