@@ -157,3 +157,21 @@ def test_a_first_start_waits_for_the_one_resolving_the_jars(tmp_path):
     # once remembered, a start takes no lock at all
     with jar_cache.resolving_alone(cache):
         assert jar_cache.start_resolving_once(cache, confs_for, dict)["spark.jars"] == str(jar)
+
+
+def test_adapter_response_takes_every_field_of_the_result():
+    from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshResult
+    from dbt.adapters.spark_batch_refresh.report.response import BatchRefreshResponse
+
+    result = RefreshResult(action="replay", reason="upstream moved", mode="incremental",
+                           run_id="r1", resumed=True, versions_from={"s.a": 3},
+                           versions_to={"s.a": 5}, rows_inserted=2, rows_updated=1,
+                           staged_rows=4, chunks=1, staged_from="changes", statements=14,
+                           writes=1, duration_s=2.5)
+    response = BatchRefreshResponse.from_result(result.to_dict())
+    assert (response.action, response.code, response.rows_affected) == ("replay", "REPLAY", 3)
+    assert response.versions_to == {"s.a": 5} and response.resumed is True
+    assert (response.staged_from, response.statements, response.duration_s) == ("changes", 14, 2.5)
+    # None (no fallback, not gated) stays present in run_results.json as ""
+    assert response.fallback_reason == "" and response.next_due == ""
+    assert response.rows_deleted == 0 and response.run_id == "r1"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any, Dict, Mapping
 
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -36,26 +36,24 @@ class BatchRefreshResponse(AdapterResponse):
 
     @classmethod
     def from_result(cls, data: Mapping[str, Any]) -> "BatchRefreshResponse":
+        """From RefreshResult.to_dict(): each field of this class taken from the key of its
+        name, as the type of its default (None and missing become the default)."""
+        own = {f.name: _coerce(f, data.get(f.name)) for f in fields(cls) if f.name not in _BASE}
         return cls(
             _message=status_report.short_message(data),
             code=str(data.get("action") or "").upper(),
             rows_affected=int(data.get("rows_affected") or 0),
-            action=str(data.get("action") or ""),
-            reason=str(data.get("reason") or ""),
-            mode=str(data.get("mode") or ""),
-            resumed=bool(data.get("resumed")),
-            fallback_reason=str(data.get("fallback_reason") or ""),
-            versions_from={str(k): int(v) for k, v in (data.get("versions_from") or {}).items()},
-            versions_to={str(k): int(v) for k, v in (data.get("versions_to") or {}).items()},
-            rows_inserted=int(data.get("rows_inserted") or 0),
-            rows_updated=int(data.get("rows_updated") or 0),
-            rows_deleted=int(data.get("rows_deleted") or 0),
-            staged_rows=int(data.get("staged_rows") or 0),
-            chunks=int(data.get("chunks") or 0),
-            staged_from=str(data.get("staged_from") or ""),
-            next_due=str(data.get("next_due") or ""),
-            run_id=str(data.get("run_id") or ""),
-            statements=int(data.get("statements") or 0),
-            writes=int(data.get("writes") or 0),
-            duration_s=float(data.get("duration_s") or 0.0),
+            **own,
         )
+
+
+_BASE = {f.name for f in fields(AdapterResponse)}
+
+
+def _coerce(spec: Field[Any], value: Any) -> Any:
+    default = spec.default_factory() if spec.default is MISSING else spec.default  # type: ignore[misc]
+    if value is None:
+        return default
+    if isinstance(default, dict):  # upstream -> version
+        return {str(k): int(v) for k, v in value.items()}
+    return type(default)(value)
