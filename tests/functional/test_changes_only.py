@@ -136,8 +136,20 @@ class TestChangesOnlyReplay:
         assert table_version(project, f"{project.test_schema}.rw") == before
         assert state(project, "rw")["phase"] == "idle"
 
-        # once the upstream is fixed, the next run plans afresh and replays
+        # the same refusal when the batch also changes a row, so the replay would be a
+        # REPLACE WHERE: the check reads the key list it needs in the same statement
+        project.run_sql(f"update {src} set v = 71 where id = 7")
+        output = run_fails(["run", "--select", "rw"])
+        assert "rw" in output and "unique_key (id) is not unique" in output, output
+        assert table_version(project, f"{project.test_schema}.rw") == before
+
+        # once the upstream is fixed, the next run plans afresh and replays: an update and a
+        # new key, by REPLACE WHERE (one WRITE commit) from the key list the check read
         project.run_sql(f"delete from {src} where id = 9 and v = 999")
+        project.run_sql(f"insert into {src} values (200, 1, 200)")
         responses = by_model(run_ok(["run", "--select", "rw"]))
         assert responses["rw"]["action"] == "replay", responses
+        assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 1)
+        last = rows(project, f"describe history {project.test_schema}.rw limit 1")[0]
+        assert last["operation"] == "WRITE", last["operation"]
         assert_contract(project, "rw")

@@ -59,6 +59,14 @@ def test_new_key_collisions_count_what_the_guard_fails_on():
     assert sql.endswith("WHERE s._br_present IS NOT NULL AND s._br_had_old IS NULL")
 
 
+def test_replace_keys_and_their_check_are_one_read():
+    sql = sqlgen.keys_and_collisions("s.t", "st", ["id"], ("1", "9"))
+    assert sql.startswith("SELECT s._br_k_0 AS k, (s._br_present IS NOT NULL AND "
+                          "s._br_had_old IS NULL AND t.`id` IS NOT NULL) AS collides")
+    # every staged key comes back; the range prunes only the target's files
+    assert "FROM st s LEFT JOIN s.t t ON t.`id` = s._br_k_0 AND t.`id` BETWEEN 1 AND 9" in sql
+
+
 def test_key_quality_counts_null_keys_of_output_rows_only():
     sql = sqlgen.key_quality("st", ["a", "b"])
     # a tombstone with a NULL key (outer join) is no NULL output key, but is outside DISTINCT

@@ -126,8 +126,10 @@ class Applier:
         it)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
-        literals = [sqlgen.typed_lit(str(r["k"]), staged.key_type)
-                    for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
+        keys = staged.replace_keys
+        if keys is None:
+            keys = [r["k"] for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
+        literals = [sqlgen.typed_lit(str(k), staged.key_type) for k in keys]
         self._run(sqlgen.replace_where(req.target, staged.source, config.unique_key[0], literals,
                                        columns, staged.key_range))
         return {"rows_inserted": staged.new_rows,
@@ -176,7 +178,11 @@ class Applier:
         Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
         the winner's rows."""
         if action == REPLAY and replaceable(staged, 1) and staged.new_rows:
-            self.check_new_keys(req, config, staged)
+            rows = self._fetch(sqlgen.keys_and_collisions(
+                req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
+            if any(r["collides"] for r in rows):
+                raise _collision(req, config, "the target was not touched")
+            staged.replace_keys = [r["k"] for r in rows]
 
     def check_new_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
                        staged: Staged) -> None:

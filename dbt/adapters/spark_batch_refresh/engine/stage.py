@@ -9,7 +9,7 @@ only a merge of several chunks persists it as a Delta table (see apply.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
@@ -50,6 +50,8 @@ class Staged:
     # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
     new_range: Optional[tuple[str, str]] = None
+    # The staged keys a REPLACE WHERE lists, when the new-key check already read them.
+    replace_keys: Optional[List[Any]] = None
 
     @property
     def from_changes(self) -> bool:

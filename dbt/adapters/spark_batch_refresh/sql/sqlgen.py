@@ -267,6 +267,18 @@ def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
             f"WHERE s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL")
 
 
+def keys_and_collisions(target: str, staging: str, unique_key: Sequence[str],
+                        key_range: Optional[tuple[str, str]] = None) -> str:
+    """Each staged key of a REPLACE WHERE apply (its key list) with whether its row is what
+    new_key_collisions counts (a new row on the key of a target row), in one read: the check
+    and the key list were two statements. A left join, so every staged key comes back; the
+    range on the target side still prunes its files."""
+    alias = key_aliases(unique_key)[0]
+    return (f"SELECT s.{alias} AS k, (s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL AND "
+            f"t.{q(unique_key[0])} IS NOT NULL) AS collides "
+            f"FROM {staging} s LEFT JOIN {target} t ON {_target_match(unique_key, key_range)}")
+
+
 def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
                   columns: Sequence[str], key_range: tuple[str, str]) -> str:
     """Apply a changes-only staging as one commit: delete the target rows of every staged key
