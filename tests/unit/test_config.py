@@ -55,3 +55,20 @@ def test_all_problems_reported_at_once():
 def test_cdf_cannot_be_turned_off_on_the_target():
     with pytest.raises(BatchRefreshUserError, match="enableChangeDataFeed"):
         parse_config("m", {"tblproperties": {"delta.enableChangeDataFeed": "false"}})
+
+
+def test_config_names_are_every_config_parse_config_reads():
+    """The macros hand parse_config exactly CONFIG_NAMES: a config it reads but that list
+    lacks would always look unset."""
+    from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES
+
+    class Recording(dict):
+        read: set = set()
+
+        def get(self, key, default=None):
+            self.read.add(key)
+            return super().get(key, default)
+
+    raw = Recording(unique_key="id")
+    parse_config("m", raw)
+    assert raw.read == set(CONFIG_NAMES)

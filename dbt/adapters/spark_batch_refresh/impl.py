@@ -21,7 +21,7 @@ from dbt.adapters.spark_batch_refresh import __version__
 from dbt.adapters.spark_batch_refresh.report import explain
 from dbt.adapters.spark_batch_refresh.report import nodes
 from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
-from dbt.adapters.spark_batch_refresh.plan.config import parse_config
+from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.report import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
@@ -290,6 +290,11 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                            self._fetch_dicts(f"DESCRIBE HISTORY {upstream} LIMIT {limit}")}
             latest[upstream] = status_report.Latest(version, commits)
         return latest
+
+    @available
+    def batch_refresh_config_names(self) -> List[str]:
+        """The model configs a refresh reads (the macros collect exactly these)."""
+        return list(CONFIG_NAMES)
 
     @available
     def batch_refresh_history(self, state_schema: str) -> List[Dict[str, Any]]:

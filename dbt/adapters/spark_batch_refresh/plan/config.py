@@ -16,6 +16,11 @@ CHANGE_ACTIONS = ("rebuild", "fail")
 # 2-core bench machine delta upkeep was the slower of the two (bench/README.md).
 AGGREGATE_UPKEEP = ("recompute", "delta")
 DEFAULT_MERGE_CHUNK_ROWS = 5_000_000
+# Every model config parse_config reads: the macros collect exactly these from the node's
+# config (adapter.batch_refresh_config_names), so a new config is added here and nowhere else.
+CONFIG_NAMES = ("unique_key", "refresh_interval", "refresh_mode", "on_model_change",
+                "on_change_feed_gap", "merge_chunk_rows", "lease_timeout", "lease_wait",
+                "file_format", "tblproperties", "aggregate_upkeep")
 DEFAULT_LEASE_TIMEOUT_S = 3600.0
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)

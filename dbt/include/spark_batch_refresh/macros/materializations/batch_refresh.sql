@@ -65,9 +65,8 @@
 
 
 {% macro spark_batch_refresh__config_names() -%}
-  {{ return(['unique_key', 'refresh_interval', 'refresh_mode', 'on_model_change',
-             'on_change_feed_gap', 'merge_chunk_rows', 'lease_timeout', 'lease_wait', 'file_format',
-             'tblproperties', 'aggregate_upkeep']) }}
+  {#- The list lives in Python (plan/config.py CONFIG_NAMES), next to the parsing of each. -#}
+  {{ return(adapter.batch_refresh_config_names()) }}
 {%- endmacro %}
 
 
