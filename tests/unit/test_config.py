@@ -63,7 +63,9 @@ def test_config_names_are_every_config_parse_config_reads():
     from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES
 
     class Recording(dict):
-        read: set = set()
+        def __init__(self, **items):
+            super().__init__(**items)
+            self.read = set()
 
         def get(self, key, default=None):
             self.read.add(key)

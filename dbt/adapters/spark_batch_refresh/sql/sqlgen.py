@@ -88,11 +88,11 @@ def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
     with an appearing row gets that row, any other affected key a tombstone. The upstream at the
     pinned version is never scanned.
     """
-    return (f"WITH _br_net AS (\n{net_rows(plus_sql, minus_sql, columns)}\n),\n"
-            + _staging_from_net("_br_net", columns, unique_key))
+    return (f"WITH _br_net AS (\n{_net_rows(plus_sql, minus_sql, columns)}\n),\n"
+            + _staging_by_key(columns, unique_key))
 
 
-def net_rows(plus_sql: str, minus_sql: str, columns: Sequence[str]) -> str:
+def _net_rows(plus_sql: str, minus_sql: str, columns: Sequence[str]) -> str:
     """The signed output rows netted: each distinct row with its count, where it is not 0."""
     cols = ", ".join(q(c) for c in columns)
     return (
@@ -104,12 +104,12 @@ def net_rows(plus_sql: str, minus_sql: str, columns: Sequence[str]) -> str:
     )
 
 
-def _staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
-    # One pass grouped by key (a self-join of three reads of `net` cost twice as much, #34):
-    # each key's present rows, repeated by their count so a row appearing twice stays twice
-    # and the key check reports the duplicate; OUTER explode leaves a key with no present row
-    # as one all-NULL row, its tombstone. The HAVING keeps a keyless (global) group from
-    # turning an empty net into a tombstone.
+def _staging_by_key(columns: Sequence[str], unique_key: Sequence[str]) -> str:
+    # The netted rows (_br_net) in one pass grouped by key (a self-join of three reads of them
+    # cost twice as much, #34): each key's present rows, repeated by their count so a row
+    # appearing twice stays twice and the key check reports the duplicate; OUTER explode
+    # leaves a key with no present row as one all-NULL row, its tombstone. The HAVING keeps a
+    # keyless (global) group from turning an empty net into a tombstone.
     keys = ", ".join(q(k) for k in unique_key)
     fields = ", ".join(f"_br_e.{q(c)}" for c in columns)
     row = ", ".join([q(c) for c in columns] + [f"true AS {PRESENT}"])
@@ -119,7 +119,7 @@ def _staging_from_net(net: str, columns: Sequence[str], unique_key: Sequence[str
         f"_br_g AS (\n  SELECT max(CASE WHEN _br_n < 0 THEN true END) AS {HAD_OLD}, "
         f"flatten(collect_list(CASE WHEN _br_n > 0 THEN "
         f"array_repeat(struct({row}), CAST(_br_n AS INT)) END)) AS _br_rs{key_cols}\n"
-        f"  FROM {net}{group_by} HAVING count(*) > 0\n)\n"
+        f"  FROM _br_net{group_by} HAVING count(*) > 0\n)\n"
         f"SELECT {fields}, _br_e.{PRESENT}, _br_g.{HAD_OLD}"
         f"{', ' + _keys_out(unique_key, '_br_g') if unique_key else ''}\n"
         f"FROM _br_g LATERAL VIEW OUTER explode(_br_rs) _br_x AS _br_e"
