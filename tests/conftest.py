@@ -14,6 +14,12 @@ import pytest
 
 from tests.spark_confs import TEST_SPARK_CONFS
 
+# The suite tests what each strategy writes, on tables a few rows big, where refresh_mode='auto'
+# would choose by measured seconds (plan/cost.py): timing must not decide what a test exercises.
+# Structural: replay whenever the model can, recompute in full otherwise. The tests of the
+# choice itself (tests/functional/test_strategies.py) unset it.
+os.environ.setdefault("BATCH_REFRESH_AUTO", "structural")
+
 pytest_plugins = ["dbt.tests.fixtures.project"]
 
 # One warehouse + metastore for the whole test process, outside the repository.

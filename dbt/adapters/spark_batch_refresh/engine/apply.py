@@ -18,7 +18,7 @@ from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, T
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, REPLAY
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, OVERWRITE, REPLAY
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
     USER_METADATA, SessionConfs, idempotent_write)
@@ -97,6 +97,10 @@ class Applier:
             self._run(f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
                       f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staged.source}")
             return {"rows_inserted": staged.rows}
+        if commit.action == OVERWRITE:
+            # The model recomputed and written in one commit; rows counted from its metrics.
+            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
+            return {}
         if commit.action == REPLAY and staged.overwrite:
             # A global aggregate: its one row (or none, under HAVING) replaces the old one.
             self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")

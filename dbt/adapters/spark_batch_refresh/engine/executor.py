@@ -11,8 +11,9 @@ the same code serves the embedded session and a Spark Thrift Server.
 
 from __future__ import annotations
 
+import os
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import List, Mapping, Optional
 
@@ -29,13 +30,14 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, par
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
-from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
+from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.gaps import (
     RETENTION_CHECK_AGE, Gap, classify, retention_risk)
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
+from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
 from dbt.adapters.spark_batch_refresh.plan.planner import (
-    BACKFILL, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
+    AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
@@ -61,6 +63,8 @@ class _Run:
     run_id: str
     columns: Columns = ()  # type: ignore[assignment]
     staged: Optional[Staged] = None
+    memory: CostMemory = field(default_factory=CostMemory)  # measured refreshes, for the commit
+    clock: Optional[datetime] = None  # measuring_time() at the start, for the next estimate
     committed: bool = False  # a commit of this refresh is in the target's log
 
     @property
@@ -78,7 +82,10 @@ class _Run:
             run_id=self.run_id, action=plan.action, mode=plan.mode, reason=plan.reason,
             fingerprint=self.fingerprint, columns=columns_hash(self.columns),
             pinned=plan.pinned, consumed=plan.consumed, staged_rows=self.result.staged_rows,
-            fallback_reason=plan.fallback_reason)
+            fallback_reason=plan.fallback_reason, started=self.clock, change_rows=plan.change_rows,
+            estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
+                        plan.choice.estimate_s is not None else None),
+            cost=self.memory)
 
 
 class Refresher:
@@ -102,7 +109,7 @@ class Refresher:
 
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
                  waiter: LeaseWait) -> RefreshResult:
-        now = current_time()
+        now, clock = current_time(), measuring_time()
         analysis = sa.analyze(req.sql, config.unique_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
         # From here on the key is the configured one or the one inferred from GROUP BY.
@@ -129,10 +136,13 @@ class Refresher:
         if closed is not None:
             return self._finish(_result(closed))
         latest = self.reader.latest_points(req.model, analysis.upstreams)
+        memory = _memory(log.last)
         plan = plan_run(
             model=req.model, config=config, analysis=analysis, fingerprint=fingerprint,
             state=state, latest=latest, target_exists=req.target_kind == "delta",
-            full_refresh=req.full_refresh, force=req.force, now=now)
+            full_refresh=req.full_refresh, force=req.force, now=now, memory=memory,
+            change_rows=self._change_rows(state, latest),
+            by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural")
         if recreated and not req.full_refresh:
             pinned = {u: p for u, p in latest.items() if p is not None}
             plan = rebuild_or_fail(req.model, config, replace(plan, pinned=pinned), changed=(
@@ -141,9 +151,25 @@ class Refresher:
         if not plan.writes:
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
-                   uuid.uuid4().hex[:12])
+                   uuid.uuid4().hex[:12], memory=memory, clock=clock)
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
+
+    def _change_rows(self, state: Optional[ModelState],
+                     latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
+        """Rows in the moved upstreams' change feeds since the consumed versions (cost.py)."""
+        if state is None:
+            return None
+        total = 0
+        for upstream, point in latest.items():
+            seen = state.consumed.get(upstream)
+            if point is None or seen is None or point.version <= seen.version:
+                continue
+            rows = self.reader.change_rows(upstream, seen.version + 1, point.version)
+            if rows is None:
+                return None
+            total += rows
+        return total
 
     def _model_state(self, req: RefreshRequest, log: TargetLog,
                      store: StateStore) -> tuple[Optional[ModelState], bool]:
@@ -312,6 +338,13 @@ class Refresher:
     def _stage(self, run: _Run) -> int:
         """The chunk count the staged rows need."""
         req, config, plan = run.req, run.config, run.plan
+        if plan.action == OVERWRITE:
+            # Written straight from the model at the pinned versions, as dbt's `table` is:
+            # nothing cached, no key check (the refreshes that apply by key check theirs).
+            model_sql = (sa.pin_versions(req.sql, plan.versions_to())
+                         if run.analysis.shape != "unparsed" else req.sql)
+            run.staged = Staged(f"(\n{model_sql}\n) _br_o", list(run.columns))
+            return 1
         if plan.action == REPLAY and not config.unique_key and run.analysis.delta is None:
             rows = self._stager.append_guard(req.model, plan)
             run.staged = Staged("", [(c, t) for c, t in run.columns], rows=rows)
@@ -364,6 +397,14 @@ class Refresher:
 
     def _table_columns(self, relation: str) -> List[str]:
         return [n for n, _ in self.reader.describe(f"SELECT * FROM {sa.quote_relation(relation)}")]
+
+
+def _memory(last: Optional[RefreshCommit]) -> CostMemory:
+    """The model's measured refreshes: those its last commit carried, plus that refresh."""
+    if last is None:
+        return CostMemory()
+    rows = last.change_rows if last.action == REPLAY else last.output_rows()
+    return remember(last.cost, last.action, last.seconds(), rows)
 
 
 def _read_row(store: StateStore, model_id: str) -> Optional[StateRow]:

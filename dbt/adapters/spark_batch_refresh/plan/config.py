@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 
-REFRESH_MODES = ("auto", "incremental", "full")
+REFRESH_MODES = ("auto", "incremental", "full", "overwrite")
 CHANGE_ACTIONS = ("rebuild", "fail")
 # How an aggregate that qualifies for delta upkeep (aggdelta.py) replays. `recompute` (the
 # default): its affected groups at the pinned versions (a global aggregate: in full); `delta`:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Dict, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.sql.analysis import Analysis
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.plan.cost import Choice, CostMemory, choose
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap
 
 SKIP = "skip"  # gate closed: upstreams moved, but not far enough yet
@@ -16,7 +17,11 @@ NOOP = "noop"  # nothing moved upstream
 BACKFILL = "backfill"
 REPLAY = "replay"  # affected-key recompute from the change feed (or append, for keyless models)
 FULL = "full"  # recompute everything at the pinned versions, merge the difference
-WRITING_ACTIONS = (BACKFILL, REPLAY, FULL)
+OVERWRITE = "overwrite"  # recompute everything at the pinned versions, rewrite in one commit
+WRITING_ACTIONS = (BACKFILL, REPLAY, FULL, OVERWRITE)
+# Test and benchmark aid: "structural" makes refresh_mode='auto' replay whenever the model can
+# and recompute in full otherwise, without estimating costs (docs/development.md).
+AUTO_ENV = "BATCH_REFRESH_AUTO"
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,9 @@ class Plan:
     consumed: Mapping[str, UpstreamPoint] = field(default_factory=dict)
     next_due: Optional[datetime] = None
     fallback_reason: Optional[str] = None
+    # refresh_mode='auto': every candidate's estimate (cost.py) and the change's size in rows
+    choice: Optional[Choice] = None
+    change_rows: Optional[int] = None
 
     @property
     def writes(self) -> bool:
@@ -88,8 +96,8 @@ def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
             + ["Fix: set unique_key to the output column(s) that identify a row (for a GROUP BY "
                "model, its group keys; or leave it unset to infer them)."],
         )
-    if config.refresh_mode == "full":
-        return "full", "refresh_mode='full'"
+    if config.refresh_mode in ("full", "overwrite"):
+        return "full", f"refresh_mode='{config.refresh_mode}'"
     blocker: Optional[str] = None
     if non_delta:
         blocker = f"upstream {', '.join(non_delta)} is not a Delta table (no change feed)"
@@ -124,6 +132,9 @@ def plan_run(
     full_refresh: bool,
     force: bool,
     now: datetime,
+    memory: CostMemory = CostMemory(),
+    change_rows: Optional[int] = None,
+    by_cost: bool = True,
 ) -> Plan:
     non_delta = tuple(sorted(u for u, p in latest.items() if p is None))
     mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -157,8 +168,9 @@ def plan_run(
         due = _due(config, [moved_since], now)
         if due is not None and not force:
             return _skip(config, due, consumed)
-        return Plan(FULL, f"upstream {', '.join(non_delta)} has no versions to compare",
-                    mode, pinned=pinned, consumed=consumed, fallback_reason=fallback)
+        return _by_cost(Plan(FULL, f"upstream {', '.join(non_delta)} has no versions to compare",
+                             mode, pinned=pinned, consumed=consumed, fallback_reason=fallback),
+                        config, memory, None, by_cost)
     if not moved:
         return Plan(NOOP, "no upstream changed", "none", consumed=consumed)
     due = _due(config, [consumed[u].timestamp for u in moved], now)
@@ -166,8 +178,25 @@ def plan_run(
         return _skip(config, due, consumed)
     action = REPLAY if mode == "incremental" else FULL
     summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
-    return Plan(action, f"upstream moved: {summary}", mode, pinned=pinned, consumed=consumed,
-                fallback_reason=fallback)
+    return _by_cost(Plan(action, f"upstream moved: {summary}", mode, pinned=pinned,
+                         consumed=consumed, fallback_reason=fallback),
+                    config, memory, change_rows, by_cost)
+
+
+def _by_cost(plan: Plan, config: BatchRefreshConfig, memory: CostMemory,
+             change_rows: Optional[int], by_cost: bool) -> Plan:
+    """The structural plan's write chosen by refresh_mode: `overwrite` always rewrites;
+    `auto` takes the cheapest estimate (cost.py); `incremental` and `full` keep their action."""
+    if config.refresh_mode == "overwrite":
+        return replace(plan, action=OVERWRITE, change_rows=change_rows)
+    if config.refresh_mode != "auto" or not by_cost:
+        return replace(plan, change_rows=change_rows)
+    blocker = None if plan.action == REPLAY else (plan.fallback_reason or plan.reason)
+    choice = choose(memory, change_rows, blocker)
+    mode = "incremental" if choice.strategy == REPLAY else "full"
+    rows = "unknown" if change_rows is None else f"{change_rows:,}"
+    return replace(plan, action=choice.strategy, mode=mode, choice=choice, change_rows=change_rows,
+                   reason=f"{plan.reason}; by cost ({rows} change rows): {choice.describe()}")
 
 
 def closed_gate(*, config: BatchRefreshConfig, upstreams: Sequence[str],

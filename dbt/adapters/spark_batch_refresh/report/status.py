@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, NOOP, SKIP
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, NOOP, OVERWRITE, SKIP
 
 NEVER_RUN = "never run"
 
@@ -118,12 +118,18 @@ def summary_line(data: Mapping[str, Any]) -> str:
         # A backfill reads a snapshot: only the versions it pinned matter.
         moves = version_moves({}, versions_to)
         rows = f"{int(data.get('rows_inserted') or 0)} rows"
+    elif action == OVERWRITE:
+        moves = version_moves(_as_versions(data.get("versions_from")), versions_to)
+        rows = f"{int(data.get('rows_inserted') or 0)} rows rewritten"
     else:
         moves = version_moves(_as_versions(data.get("versions_from")), versions_to)
         rows = (f"+{int(data.get('rows_inserted') or 0)} ~{int(data.get('rows_updated') or 0)} "
                 f"-{int(data.get('rows_deleted') or 0)} rows")
     # "upstream moved: a v1->v3" repeats the versions already in the line.
-    why = [] if not reason else ["upstream moved" if reason.startswith("upstream moved") else reason]
+    why = [] if not reason else [reason]
+    if reason.startswith("upstream moved"):
+        _, by_cost, costs = reason.partition("; ")
+        why = ["upstream moved"] + ([costs] if by_cost else [])
     if data.get("mode") and action != BACKFILL:
         why.append(f"mode {data['mode']}")
     if data.get("fallback_reason"):
@@ -144,8 +150,8 @@ def short_message(data: Mapping[str, Any]) -> str:
     if action == "NOOP":
         return f"NOOP: {reason or 'no upstream changed'}"
     prefix = "RESUMED " if data.get("resumed") else ""
-    if action == "BACKFILL":
-        return f"{prefix}BACKFILL {int(data.get('rows_inserted') or 0)} rows"
+    if action in ("BACKFILL", "OVERWRITE"):
+        return f"{prefix}{action} {int(data.get('rows_inserted') or 0)} rows"
     return (f"{prefix}{action} +{int(data.get('rows_inserted') or 0)} "
             f"~{int(data.get('rows_updated') or 0)} -{int(data.get('rows_deleted') or 0)}")
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
+from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
@@ -69,6 +70,13 @@ class RefreshCommit:
     chunks: int = 1
     staged_rows: int = 0
     fallback_reason: Optional[str] = None
+    # For the next plan's cost estimate (cost.py): when this refresh started, on the clock its
+    # commit time is read from (None: not measurable), the change rows it handled, its
+    # estimate, and the model's measured refreshes before it.
+    started: Optional[datetime] = None
+    change_rows: Optional[int] = None
+    estimate_s: Optional[float] = None
+    cost: CostMemory = field(default_factory=CostMemory)
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -101,6 +109,9 @@ class RefreshCommit:
             "mode": self.mode, "reason": self.reason, "fingerprint": self.fingerprint,
             "columns": self.columns, "chunk": self.chunk, "chunks": self.chunks,
             "staged_rows": self.staged_rows, "fallback_reason": self.fallback_reason,
+            "started": self.started.isoformat() if self.started else None,
+            "change_rows": self.change_rows, "estimate_s": self.estimate_s,
+            "cost": self.cost.to_json(),
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -129,9 +140,43 @@ class RefreshCommit:
             chunk=int(data.get("chunk") or 1), chunks=int(data.get("chunks") or 1),
             staged_rows=int(data.get("staged_rows") or 0),
             fallback_reason=data.get("fallback_reason"),
+            started=_time(data.get("started")), change_rows=_int(data.get("change_rows")),
+            estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=metrics if isinstance(metrics, Mapping) else {},
         )
+
+
+    def seconds(self) -> Optional[float]:
+        """How long this refresh took to its commit, if one run made it in one commit."""
+        if self.started is None or self.timestamp is None or self.chunks != 1:
+            return None
+        return (self.timestamp - self.started).total_seconds()
+
+    def output_rows(self) -> Optional[int]:
+        """Rows a rewrite (backfill, overwrite) wrote, from its commit metrics."""
+        return _int(self.metrics.get("numOutputRows")) if self.metrics else None
+
+
+def _time(value: Any) -> Optional[datetime]:
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
+
+
+def _int(value: Any) -> Optional[int]:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _float(value: Any) -> Optional[float]:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)

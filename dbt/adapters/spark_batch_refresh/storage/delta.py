@@ -12,6 +12,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
+from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
@@ -124,6 +125,16 @@ class DeltaReader:
             if int(row["version"]) == seen.version:
                 return as_datetime(row["timestamp"]) == seen.timestamp
         return None
+
+    def change_rows(self, upstream: str, start: int, end: int) -> Optional[int]:
+        """Rows versions start..end add to `upstream`'s change feed, from the commit metrics of
+        the newest commits latest_point already read (no statement); commits older than those
+        count at the read ones' average. None when no read commit's metrics say."""
+        recent = self._recent.get(upstream, [])
+        found = [commit_rows(str(r.get("operation") or ""), props_dict(r.get("operationMetrics")),
+                             props_dict(r.get("operationParameters")))
+                 for r in recent if start <= int(r["version"]) <= end]
+        return window_rows(found, end - start + 1)
 
     def properties(self, upstream: str) -> Dict[str, str]:
         """Table properties, from the snapshot's metadata only (no state rebuilt)."""

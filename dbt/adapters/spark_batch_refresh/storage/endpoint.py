@@ -60,6 +60,14 @@ def current_time() -> datetime:
     return (datetime.now() + _offsets.get(_current, timedelta(0))).replace(microsecond=0)
 
 
+def measuring_time() -> Optional[datetime]:
+    """Now on the server's clock to the microsecond, for a refresh's duration measured against
+    its commit time; None under a fixed test clock (no duration can be measured against it)."""
+    if os.environ.get(NOW_ENV):
+        return None
+    return datetime.now() + _offsets.get(_current, timedelta(0))
+
+
 def _measure(fetch: Fetch) -> timedelta:
     before = datetime.now()
     value = fetch("SELECT current_timestamp() AS now")[0]["now"]

@@ -1,0 +1,251 @@
+"""Choosing how a refresh writes by estimated cost (pure: no I/O, unit-tested without Spark).
+
+A refresh that has something to do can replay the change (when the model allows it), recompute
+the model and merge the difference (`full`), or recompute it and rewrite the target in one commit
+(`overwrite`, what dbt's `table` costs). Which is cheapest depends on the model, the table sizes
+and the change, so `refresh_mode='auto'` estimates each from two inputs:
+
+* the change's size in rows, summed from the moved upstreams' commit metrics (rows, not files:
+  a one-row delete is one row however large its file);
+* this model's own past refreshes: the seconds each strategy took and the rows it handled. They
+  ride in the target's commit metadata (`CostMemory`), so planning reads nothing extra: each
+  refresh's commit carries the memory its plan used, plus the previous refresh's measured time.
+
+Before a model has measured a strategy, a calibrated default stands in (the constants below,
+measured on the benchmark machine, bench/README.md). A wrong estimate corrects itself: the next
+plan uses the measurement of the refresh it led to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+REPLAY = "replay"
+FULL = "full"
+OVERWRITE = "overwrite"
+BACKFILL = "backfill"
+
+# Defaults until the model has measured its own refreshes (bench/README.md, "strategies"):
+# a replay's fixed floor (histories, staging, key check, one commit) and its cost per change row;
+# an overwrite against the backfill it follows (the backfill also caches and checks the rows);
+# a full recompute merged as a difference against an overwrite (the same recompute plus a MERGE
+# over the whole target).
+REPLAY_FLOOR_S = 2.0
+REPLAY_ROW_S = 2.0e-5
+OVERWRITE_PER_BACKFILL = 0.6
+FULL_PER_OVERWRITE = 2.0
+# Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
+# table size is forgotten.
+KEEP = 4
+# A choice only moves off a replay when the other is clearly cheaper: estimates of a few
+# seconds are noisy, and a replay keeps the target's change feed small for its readers.
+MARGIN = 1.15
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured refresh: its seconds and the rows it handled (change rows for a replay,
+    output rows for a rebuild)."""
+
+    seconds: float
+    rows: Optional[int]
+
+
+@dataclass(frozen=True)
+class CostMemory:
+    """The model's recent measured refreshes, per strategy, newest last."""
+
+    samples: Mapping[str, Tuple[Sample, ...]] = field(default_factory=dict)
+
+    def add(self, strategy: str, sample: Sample) -> "CostMemory":
+        kept = (tuple(self.samples.get(strategy, ())) + (sample,))[-KEEP:]
+        return CostMemory({**self.samples, strategy: kept})
+
+    def of(self, strategy: str) -> Tuple[Sample, ...]:
+        return tuple(self.samples.get(strategy, ()))
+
+    def to_json(self) -> Dict[str, List[List[Any]]]:
+        return {s: [[round(x.seconds, 3), x.rows] for x in xs] for s, xs in sorted(self.samples.items())}
+
+    @staticmethod
+    def from_json(data: Any) -> "CostMemory":
+        if not isinstance(data, Mapping):
+            return CostMemory()
+        samples: Dict[str, Tuple[Sample, ...]] = {}
+        for strategy, xs in data.items():
+            try:
+                samples[str(strategy)] = tuple(
+                    Sample(float(s), None if r is None else int(r)) for s, r in xs)[-KEEP:]
+            except (TypeError, ValueError):
+                continue
+        return CostMemory(samples)
+
+
+def remember(memory: CostMemory, action: str, seconds: Optional[float],
+             rows: Optional[int]) -> CostMemory:
+    """The memory after a finished refresh of `action` that took `seconds` (None: not measured,
+    e.g. a refresh resumed after a crash, whose time includes the pause)."""
+    if seconds is None or seconds <= 0 or action not in (REPLAY, FULL, OVERWRITE, BACKFILL):
+        return memory
+    return memory.add(action, Sample(seconds, rows))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One way the refresh could write, with its estimate and why it was not chosen."""
+
+    strategy: str
+    seconds: Optional[float]
+    basis: str  # "measured" (this model's refreshes) or "default" (calibrated constants)
+    rejected: Optional[str] = None
+
+    def describe(self) -> str:
+        est = "" if self.seconds is None else f" ~{self.seconds:.1f}s {self.basis}"
+        return f"{self.strategy}{est}" + (f" ({self.rejected})" if self.rejected else "")
+
+
+def replay_estimate(memory: CostMemory, change_rows: Optional[int]) -> Tuple[float, str]:
+    """Seconds of a replay of `change_rows`: a floor plus a cost per row, both fitted to the
+    model's measured replays (least squares over the kept samples) where it has some."""
+    rows = change_rows or 0
+    xs = [x for x in memory.of(REPLAY) if x.rows is not None]
+    if not xs:
+        return REPLAY_FLOOR_S + REPLAY_ROW_S * rows, "default"
+    per_row = REPLAY_ROW_S
+    if len({x.rows for x in xs}) > 1:
+        n = len(xs)
+        mean_r = sum(x.rows or 0 for x in xs) / n
+        mean_s = sum(x.seconds for x in xs) / n
+        var = sum(((x.rows or 0) - mean_r) ** 2 for x in xs)
+        cov = sum(((x.rows or 0) - mean_r) * (x.seconds - mean_s) for x in xs)
+        per_row = max(0.0, cov / var)
+    floor = max(0.0, min(x.seconds - per_row * (x.rows or 0) for x in xs[-2:]))
+    return floor + per_row * rows, "measured"
+
+
+def rebuild_estimate(memory: CostMemory) -> Optional[Tuple[float, str]]:
+    """Seconds of an overwrite: the newest measured one, else the newest backfill scaled."""
+    if memory.of(OVERWRITE):
+        return memory.of(OVERWRITE)[-1].seconds, "measured"
+    if memory.of(BACKFILL):
+        return memory.of(BACKFILL)[-1].seconds * OVERWRITE_PER_BACKFILL, "measured"
+    return None
+
+
+def full_estimate(memory: CostMemory, overwrite: Optional[float]) -> Optional[Tuple[float, str]]:
+    if memory.of(FULL):
+        return memory.of(FULL)[-1].seconds, "measured"
+    if overwrite is None:
+        return None
+    return overwrite * FULL_PER_OVERWRITE, "default"
+
+
+@dataclass(frozen=True)
+class Choice:
+    strategy: str
+    candidates: Tuple[Candidate, ...]
+    estimate_s: Optional[float]
+
+    def describe(self) -> str:
+        return ", ".join(c.describe() + (" (chosen)" if c.strategy == self.strategy else "")
+                         for c in self.candidates)
+
+
+def choose(memory: CostMemory, change_rows: Optional[int],
+           replay_blocker: Optional[str]) -> Choice:
+    """The cheapest way to write this refresh, with every candidate's estimate.
+
+    `replay_blocker` is why the model cannot replay (None: it can). Without any measured
+    rebuild (a target built before this was recorded) a replayable model replays, and the
+    refresh it leads to is measured."""
+    over = rebuild_estimate(memory)
+    full = full_estimate(memory, over[0] if over else None)
+    cands: List[Candidate] = []
+    if replay_blocker is None:
+        seconds, basis = replay_estimate(memory, change_rows)
+        cands.append(Candidate(REPLAY, seconds, basis))
+    else:
+        cands.append(Candidate(REPLAY, None, "", rejected=replay_blocker))
+    cands.append(Candidate(OVERWRITE, over[0] if over else None, over[1] if over else "",
+                           None if over else "no measured rebuild of this model yet"))
+    cands.append(Candidate(FULL, full[0] if full else None, full[1] if full else ""))
+    best = _best(cands)
+    return Choice(best.strategy, tuple(_rejections(cands, best)), best.seconds)
+
+
+def _best(cands: Sequence[Candidate]) -> Candidate:
+    usable = [c for c in cands if c.rejected is None]
+    replay = next((c for c in usable if c.strategy == REPLAY), None)
+    priced = [c for c in usable if c.seconds is not None]
+    if replay is not None and replay.seconds is not None:
+        cheaper = [c for c in priced if c.seconds * MARGIN < replay.seconds]  # type: ignore[operator]
+        return min(cheaper, key=lambda c: c.seconds or 0.0) if cheaper else replay
+    if priced:
+        return min(priced, key=lambda c: c.seconds or 0.0)
+    # Nothing priced and no replay: recompute and merge the difference, as before any
+    # measurement existed.
+    return next(c for c in cands if c.strategy == FULL)
+
+
+def _rejections(cands: Iterable[Candidate], best: Candidate) -> List[Candidate]:
+    out = []
+    for c in cands:
+        if c is best or c.rejected is not None:
+            out.append(c)
+        elif c.seconds is None:
+            out.append(replace(c, rejected="no estimate"))
+        elif best.seconds is not None and c.strategy == REPLAY:
+            out.append(replace(c, rejected=f"more than {MARGIN:g}x {best.strategy}"))
+        else:
+            out.append(replace(c, rejected=f"more than {best.strategy}"))
+    return out
+
+
+# Commit metrics of the operations a change feed reflects (DESCRIBE HISTORY operationMetrics):
+# the rows each adds to the change feed. Maintenance adds none.
+_ROW_METRICS = {
+    "MERGE": ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"),
+    "UPDATE": ("numUpdatedRows",),
+    "DELETE": ("numDeletedRows",),
+}
+_NO_ROWS = ("OPTIMIZE", "VACUUM", "SET TBLPROPERTIES", "UNSET TBLPROPERTIES", "ANALYZE",
+            "CHANGE COLUMN", "SET COLUMN COMMENT", "UPGRADE PROTOCOL", "ADD COLUMNS", "REORG")
+
+
+def commit_rows(operation: str, metrics: Mapping[str, str],
+                parameters: Optional[Mapping[str, str]] = None) -> Optional[int]:
+    """Change rows one upstream commit adds to its change feed, from its metrics; None when
+    they do not say (an unknown operation, a truncate)."""
+    op = operation.upper()
+    if any(op.startswith(m) for m in _NO_ROWS):
+        return 0
+
+    def number(name: str) -> Optional[int]:
+        try:
+            return int(metrics[name])
+        except (KeyError, TypeError, ValueError):
+            return None
+    for prefix, names in _ROW_METRICS.items():
+        if op.startswith(prefix):
+            values = [number(n) for n in names]
+            return None if all(v is None for v in values) else sum(v or 0 for v in values)
+    written = number("numOutputRows")
+    if written is None:
+        return None
+    mode = str((parameters or {}).get("mode", "")).lower()
+    replaced = "REPLACE" in op or "overwrite" in mode or "predicate" in (parameters or {})
+    deleted = number("numDeletedRows")
+    if replaced and deleted is None:
+        # An overwrite's feed deletes the rows it replaces: about as many as it writes.
+        deleted = written
+    return written + (deleted or 0)
+
+
+def window_rows(commits: Sequence[Optional[int]], total: int) -> Optional[int]:
+    """Change rows of a window of `total` commits of which `commits` were read (None: a
+    commit whose metrics do not say): the unread and unknown ones at the known average."""
+    known = [c for c in commits if c is not None]
+    if not known:
+        return None
+    return int(round(sum(known) * total / len(known)))

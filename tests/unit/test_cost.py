@@ -1,0 +1,116 @@
+"""The cost-based choice of a refresh's write (plan/cost.py), on recorded histories: pure."""
+
+from datetime import datetime, timedelta
+
+from dbt.adapters.spark_batch_refresh.plan import cost
+from dbt.adapters.spark_batch_refresh.plan.config import parse_config
+from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, Sample, choose, remember
+from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint, plan_run
+from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
+
+T0 = datetime(2026, 1, 1, 12, 0, 0)
+ROWWISE = analyze("select id, v from s.t where v > 0")
+WINDOW = analyze("select id, row_number() over (order by v) as r from s.t", ("id",))
+
+
+def test_change_rows_from_commit_metrics():
+    assert cost.commit_rows("MERGE", {"numTargetRowsInserted": "3", "numTargetRowsUpdated": "2",
+                                      "numTargetRowsDeleted": "1", "numTargetRowsCopied": "900"}) == 6
+    assert cost.commit_rows("DELETE", {"numDeletedRows": "7", "numRemovedFiles": "1"}) == 7
+    assert cost.commit_rows("UPDATE", {"numUpdatedRows": "4"}) == 4
+    assert cost.commit_rows("WRITE", {"numOutputRows": "10"}, {"mode": "Append"}) == 10
+    # An overwrite's feed also deletes the rows it replaced: counted as many again.
+    assert cost.commit_rows("WRITE", {"numOutputRows": "10"}, {"mode": "Overwrite"}) == 20
+    assert cost.commit_rows("CREATE OR REPLACE TABLE AS SELECT", {"numOutputRows": "5"}) == 10
+    assert cost.commit_rows("OPTIMIZE", {"numAddedFiles": "1"}) == 0
+    assert cost.commit_rows("TRUNCATE", {}) is None
+    # Commits outside the read history count at the read ones' average.
+    assert cost.window_rows([10, None, 30], 4) == 80
+    assert cost.window_rows([None], 3) is None
+
+
+def test_no_measurement_keeps_the_structural_choice():
+    assert choose(CostMemory(), 10, None).strategy == "replay"
+    assert choose(CostMemory(), None, "the model uses a window").strategy == "full"
+
+
+def test_small_table_overwrites_large_table_replays():
+    small = remember(CostMemory(), "backfill", 1.0, 1_000)  # overwrite ~0.6 s
+    choice = choose(small, 10, None)
+    assert choice.strategy == "overwrite"
+    assert "replay ~2.0s default (more than 1.15x overwrite)" in choice.describe()
+    large = remember(CostMemory(), "backfill", 40.0, 10_000_000)  # overwrite ~24 s
+    assert choose(large, 10_000, None).strategy == "replay"
+
+
+def test_choice_flips_after_a_big_change_and_back():
+    memory = remember(CostMemory(), "backfill", 20.0, 1_000_000)
+    memory = remember(memory, "replay", 2.5, 1_000)
+    memory = remember(memory, "replay", 2.6, 2_000)
+    assert choose(memory, 1_500, None).strategy == "replay"
+    big = choose(memory, 900_000, None)  # per-row cost fitted from the two replays
+    assert big.strategy == "overwrite", big.describe()
+    memory = remember(memory, "overwrite", 11.0, 1_000_000)
+    back = choose(memory, 1_000, None)
+    assert back.strategy == "replay", back.describe()
+
+
+def test_estimate_corrects_itself_after_a_slow_replay():
+    memory = remember(CostMemory(), "backfill", 10.0, 100_000)  # overwrite ~6 s
+    assert choose(memory, 100, None).strategy == "replay"  # default replay ~2 s
+    slow = remember(memory, "replay", 9.0, 100)  # it took 9 s
+    assert choose(slow, 100, None).strategy == "overwrite"
+    # Only measured rebuilds count: a resumed (unmeasured) refresh leaves the memory as it is.
+    assert remember(slow, "replay", None, 100) == slow
+
+
+def test_full_recompute_costs_more_than_an_overwrite_by_default():
+    memory = remember(CostMemory(), "overwrite", 3.0, 100)
+    choice = choose(memory, 50, "the model uses a window function")
+    assert choice.strategy == "overwrite"
+    assert [c.strategy for c in choice.candidates] == ["replay", "overwrite", "full"]
+    assert choice.candidates[0].rejected == "the model uses a window function"
+
+
+def test_memory_keeps_the_newest_samples_and_round_trips():
+    memory = CostMemory()
+    for i in range(6):
+        memory = memory.add("replay", Sample(float(i), i))
+    assert [x.rows for x in memory.of("replay")] == [2, 3, 4, 5]
+    assert CostMemory.from_json(memory.to_json()) == memory
+    assert CostMemory.from_json("garbage") == CostMemory()
+
+
+def plan(config, memory, change_rows, analysis=ROWWISE, by_cost=True):
+    return plan_run(
+        model="m", config=parse_config("m", config), analysis=analysis, fingerprint="fp",
+        state=ModelState("fp", {"s.t": UpstreamPoint(3, T0)}),
+        latest={"s.t": UpstreamPoint(5, T0)}, target_exists=True, full_refresh=False,
+        force=False, now=T0, memory=memory, change_rows=change_rows, by_cost=by_cost)
+
+
+def test_refresh_modes_and_the_plan_reason():
+    cheap = remember(CostMemory(), "overwrite", 0.5, 100)
+    auto = plan({"unique_key": "id"}, cheap, 5)
+    assert auto.action == "overwrite" and auto.mode == "full"
+    assert "by cost (5 change rows): replay ~2.0s default" in auto.reason
+    assert plan({"unique_key": "id", "refresh_mode": "incremental"}, cheap, 5).action == "replay"
+    assert plan({"unique_key": "id", "refresh_mode": "overwrite"}, CostMemory(), 5).action == "overwrite"
+    assert plan({"unique_key": "id", "refresh_mode": "full"}, cheap, 5).action == "full"
+    assert plan({"unique_key": "id"}, cheap, 5, by_cost=False).action == "replay"
+    fallback = plan({"unique_key": "id"}, cheap, 5, analysis=WINDOW)
+    assert fallback.action == "overwrite" and fallback.fallback_reason
+
+
+def test_commit_metadata_carries_the_measurement():
+    commit = RefreshCommit(
+        model_id="m", refresh=2, plan_id="p", run_id="p", action="replay", mode="incremental",
+        reason="r", fingerprint="fp", columns="c", pinned={}, consumed={},
+        started=T0, change_rows=12, estimate_s=2.5,
+        cost=remember(CostMemory(), "backfill", 4.0, 10))
+    entry = {"userMetadata": commit.to_metadata(), "version": 7,
+             "timestamp": T0 + timedelta(seconds=3, milliseconds=250)}
+    back = RefreshCommit.from_history(entry, "m")
+    assert back is not None and back.seconds() == 3.25
+    assert back.change_rows == 12 and back.estimate_s == 2.5 and back.cost == commit.cost
