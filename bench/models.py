@@ -129,15 +129,24 @@ def plain_sql(shape: str, fact: str = "raw.fact", dim: str = "raw.dim") -> str:
     return model_sql(shape, fact=fact, dim=dim)
 
 
-def model_files(shapes: List[str]) -> Dict[str, str]:
+# batch_refresh models per strategy (bench/run.py --strategies): `br_` always replays (the
+# "replay" column), `au_` chooses by cost (refresh_mode='auto', the default), `ow_` always
+# overwrites, `fu_` always recomputes and merges the difference.
+STRATEGY_MODES = {"br": "incremental", "au": "auto", "ow": "overwrite", "fu": "full"}
+
+
+def model_files(shapes: List[str], strategies: bool = False) -> Dict[str, str]:
     files: Dict[str, str] = {}
     for shape in shapes:
         body = model_sql(shape)
         key = _KEYS[shape]
-        files[f"br_{shape}"] = (
-            f"{{{{ config(materialized='batch_refresh', unique_key={key}"
-            f"{_BR_CONFIG.get(shape, '')}) }}}}\n" + body
-        )
+        for prefix, mode in STRATEGY_MODES.items():
+            if prefix != "br" and not strategies:
+                continue
+            files[f"{prefix}_{shape}"] = (
+                f"{{{{ config(materialized='batch_refresh', unique_key={key}, "
+                f"refresh_mode='{mode}'{_BR_CONFIG.get(shape, '')}) }}}}\n" + body
+            )
         files[f"tbl_{shape}"] = "{{ config(materialized='table', file_format='delta') }}\n" + body
         files[f"inc_{shape}"] = (
             "{{ config(materialized='incremental', incremental_strategy='merge', "
@@ -175,7 +184,8 @@ when not matched and s._change_type <> 'delete' and s.keep then
 """
 
 
-def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str) -> None:
+def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str,
+                  strategies: bool = False) -> None:
     os.makedirs(os.path.join(root, "models"), exist_ok=True)
     with open(os.path.join(root, "dbt_project.yml"), "w") as f:
         f.write(
@@ -196,6 +206,6 @@ def write_project(root: str, shapes: List[str], session_dir: str, driver_memory:
             "version: 2\nsources:\n  - name: raw\n    schema: raw\n"
             "    tables:\n      - name: fact\n      - name: dim\n"
         )
-    for name, sql in model_files(shapes).items():
+    for name, sql in model_files(shapes, strategies).items():
         with open(os.path.join(root, "models", f"{name}.sql"), "w") as f:
             f.write(sql)

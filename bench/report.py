@@ -157,6 +157,41 @@ def statement_kind(text: str) -> str:
     return "other"
 
 
+STRATEGIES = ("auto", "replay", "overwrite", "full", "rebuild")
+
+
+def strategies_table(summary: Dict[Key, Dict[str, Any]]) -> str:
+    """Per cell: `auto` (the strategy it chose) against every forced strategy and the rebuild
+    (`bench/run.py --strategies`); empty when the run had no `auto` models."""
+    rows = sorted({k[:4] for k in summary if k[4] == "auto"},
+                  key=lambda t: (t[0], SHAPES.index(t[1]) if t[1] in SHAPES else 9,
+                                 _dist_order(t[2]), t[3]))
+    if not rows:
+        return ""
+    head = ("| fact rows | shape | distribution | change | auto s (chose) | replay s | overwrite s "
+            "| full s | rebuild s | auto / fastest forced | auto / rebuild |\n"
+            "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+    lines = []
+    for scale, shape, dist, frac in rows:
+        cell = {m: summary.get((scale, shape, dist, frac, m)) for m in STRATEGIES}
+        secs = {m: (c["seconds"] if c else None) for m, c in cell.items()}
+        forced = [secs[m] for m in ("replay", "overwrite", "full") if secs[m] is not None]
+
+        def show(m: str) -> str:
+            c = cell[m]
+            if not c:
+                return "-"
+            return _s(c["seconds"]) + ("" if c["correct"] else " **wrong**")
+        auto = cell["auto"] or {}
+        lines.append(
+            f"| {scale:,} | {shape} | {dist} | {_pct(frac)} | {show('auto')} "
+            f"({', '.join(sorted(set(auto.get('actions') or []))) or '?'}) | {show('replay')} "
+            f"| {show('overwrite')} | {show('full')} | {show('rebuild')} "
+            f"| {_r(_ratio(secs['auto'], min(forced) if forced else None))} "
+            f"| {_r(_ratio(secs['auto'], secs['rebuild']))} |")
+    return head + "\n".join(lines) + "\n"
+
+
 def render(results: List[Dict[str, Any]]) -> str:
     records = merge_records(results)
     summary = summarize(records)
@@ -167,6 +202,10 @@ def render(results: List[Dict[str, Any]]) -> str:
              "in at least one repetition.\n\n", main_table(summary),
              "\n### Gated skip, no-op and dbt's own per-model overhead (median seconds)\n\n",
              fixed_table(summary), "\n### Targets\n\n", targets(summary)]
+    chosen = strategies_table(summary)
+    if chosen:
+        parts += ["\n### Strategies: `auto` against each forced strategy (median seconds)\n\n",
+                  chosen]
     breakdown = replay_breakdown(traces, records)
     if breakdown:
         parts += ["\n### Where a replay's time goes (statement trace)\n\n", breakdown]

@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import data, models, report  # noqa: E402
 
-METHOD_OF_PREFIX = {"br": "replay", "tbl": "rebuild", "inc": "incremental"}
+METHOD_OF_PREFIX = {"br": "replay", "tbl": "rebuild", "inc": "incremental", "au": "auto",
+                    "ow": "overwrite", "fu": "full"}
 
 
 class Bench:
@@ -37,7 +38,7 @@ class Bench:
         self.trace = os.path.join(self.work, "statements.trace")
         os.environ["BATCH_REFRESH_TRACE"] = self.trace
         models.write_project(self.project, args.shapes, os.path.join(self.work, "session"),
-                             args.driver_memory)
+                             args.driver_memory, args.strategies)
         from dbt.cli.main import dbtRunner
 
         self.dbt = dbtRunner()
@@ -115,6 +116,8 @@ class Bench:
 
     def all_models(self) -> List[str]:
         prefixes = ("br", "tbl") if self.args.no_incremental else ("br", "tbl", "inc")
+        if self.args.strategies:
+            prefixes += ("au", "ow", "fu")
         names = [f"{p}_{s}" for s in self.args.shapes for p in prefixes]
         return names + ["gate_rowwise", "ovh_view", "ovh_table"]
 
@@ -302,6 +305,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     # dbt's incremental model is wrong on deletes and takes minutes per round at 100M rows.
     p.add_argument("--no-incremental", action="store_true",
                    help="leave dbt's incremental models out (their cells show '-')")
+    p.add_argument("--strategies", action="store_true",
+                   help="also run each shape as refresh_mode auto (by cost), overwrite and full")
     p.add_argument("--keep", action="store_true",
                    help="keep the temporary warehouse and dbt project under /tmp/bench-*")
     args = p.parse_args(argv)

@@ -354,7 +354,11 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             if latest is not None:
                 feed = explain.props_change_feed(refresher.reader.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
-        return explain.render(model, config, analysis, upstreams, phase)
+        recorded = None if last is None else explain.LastRefresh(
+            last.action, last.estimate_s, last.seconds(), last.memory_after())
+        waiting = None if last is None else refresher.reader.moved_rows(
+            consumed, {u.name: u.latest for u in upstreams})
+        return explain.render(model, config, analysis, upstreams, phase, recorded, waiting)
 
     @available.parse(lambda *a, **k: "select 1 as batch_refresh_side where false")
     def batch_refresh_consistency_sql(self, model: str, model_id: str, relation: str,

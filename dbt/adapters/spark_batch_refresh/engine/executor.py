@@ -35,7 +35,7 @@ from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.gaps import (
     RETENTION_CHECK_AGE, Gap, classify, retention_risk)
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
-from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
+from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
     rebuild_or_fail)
@@ -136,7 +136,7 @@ class Refresher:
         if closed is not None:
             return self._finish(_result(closed))
         latest = self.reader.latest_points(req.model, analysis.upstreams)
-        memory = _memory(log.last)
+        memory = log.last.memory_after() if log.last is not None else CostMemory()
         plan = plan_run(
             model=req.model, config=config, analysis=analysis, fingerprint=fingerprint,
             state=state, latest=latest, target_exists=req.target_kind == "delta",
@@ -157,19 +157,9 @@ class Refresher:
 
     def _change_rows(self, state: Optional[ModelState],
                      latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
-        """Rows in the moved upstreams' change feeds since the consumed versions (cost.py)."""
         if state is None:
             return None
-        total = 0
-        for upstream, point in latest.items():
-            seen = state.consumed.get(upstream)
-            if point is None or seen is None or point.version <= seen.version:
-                continue
-            rows = self.reader.change_rows(upstream, seen.version + 1, point.version)
-            if rows is None:
-                return None
-            total += rows
-        return total
+        return self.reader.moved_rows({u: p.version for u, p in state.consumed.items()}, latest)
 
     def _model_state(self, req: RefreshRequest, log: TargetLog,
                      store: StateStore) -> tuple[Optional[ModelState], bool]:
@@ -397,14 +387,6 @@ class Refresher:
 
     def _table_columns(self, relation: str) -> List[str]:
         return [n for n, _ in self.reader.describe(f"SELECT * FROM {sa.quote_relation(relation)}")]
-
-
-def _memory(last: Optional[RefreshCommit]) -> CostMemory:
-    """The model's measured refreshes: those its last commit carried, plus that refresh."""
-    if last is None:
-        return CostMemory()
-    rows = last.change_rows if last.action == REPLAY else last.output_rows()
-    return remember(last.cost, last.action, last.seconds(), rows)
 
 
 def _read_row(store: StateStore, model_id: str) -> Optional[StateRow]:

@@ -13,6 +13,7 @@ from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.plan import cost
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, choose_mode, delta_upkeep
 
 
@@ -48,8 +49,19 @@ class UpstreamInfo:
     consumed: Optional[int]
 
 
+@dataclass(frozen=True)
+class LastRefresh:
+    """The model's newest refresh, as its commit recorded it, for the cost lines."""
+
+    action: str
+    estimate_s: Optional[float]
+    seconds: Optional[float]
+    memory: cost.CostMemory
+
+
 def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
-           upstreams: List[UpstreamInfo], phase: Optional[str]) -> str:
+           upstreams: List[UpstreamInfo], phase: Optional[str],
+           last: Optional[LastRefresh] = None, change_rows: Optional[int] = None) -> str:
     non_delta = tuple(u.name for u in upstreams if u.latest is None)
     try:
         mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -68,9 +80,13 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append("  mode:       incremental (append: keyless row-wise model, inserts only)")
     elif mode == "incremental":
         lines.append("  mode:       incremental (affected-key replay of the change feed)")
+    elif config.refresh_mode == "overwrite":
+        lines.append("  mode:       overwrite (recomputed and rewritten in one commit, as a `table`; "
+                     "refresh_mode='overwrite')")
     else:
-        lines.append(f"  mode:       full recompute, merged as a difference (reason: {fallback})")
+        lines.append(f"  mode:       full recompute (reason: {fallback})")
     lines.append(f"  refresh_mode config: {config.refresh_mode}")
+    lines.extend(_cost_lines(config, mode, fallback, last, change_rows))
     if config.unique_key:
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")
     elif analysis.key:
@@ -144,6 +160,25 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append("  delta aggregate: the model qualifies; aggregate_upkeep='delta' maintains "
                      "it from the change rows and a sidecar")
     return "\n".join(lines)
+
+
+def _cost_lines(config: BatchRefreshConfig, mode: str, fallback: Optional[str],
+                last: Optional[LastRefresh], change_rows: Optional[int]) -> List[str]:
+    """What the next refresh would write and why (refresh_mode='auto'), and the last refresh's
+    estimate against what it took."""
+    lines = []
+    if config.refresh_mode == "auto" and mode != "error":
+        memory = last.memory if last is not None else cost.CostMemory()
+        choice = cost.choose(memory, change_rows,
+                             None if mode == "incremental" else (fallback or "cannot replay"))
+        rows = "unknown" if change_rows is None else f"{change_rows:,}"
+        lines.append(f"  next write: {choice.strategy}, by cost ({rows} change rows waiting): "
+                     f"{choice.describe()}")
+    if last is not None:
+        took = "not measured" if last.seconds is None else f"{last.seconds:.1f}s"
+        est = "" if last.estimate_s is None else f"estimated {last.estimate_s:.1f}s, "
+        lines.append(f"  last refresh: {last.action}, {est}took {took} (to its commit)")
+    return lines
 
 
 def _delta_lines(analysis: sa.Analysis) -> List[str]:

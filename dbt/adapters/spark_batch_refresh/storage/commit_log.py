@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
+from dbt.adapters.spark_batch_refresh.plan.cost import REPLAY, CostMemory, remember
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
@@ -152,6 +152,11 @@ class RefreshCommit:
         if self.started is None or self.timestamp is None or self.chunks != 1:
             return None
         return (self.timestamp - self.started).total_seconds()
+
+    def memory_after(self) -> CostMemory:
+        """The model's measured refreshes: those this commit carried, plus this refresh."""
+        rows = self.change_rows if self.action == REPLAY else self.output_rows()
+        return remember(self.cost, self.action, self.seconds(), rows)
 
     def output_rows(self) -> Optional[int]:
         """Rows a rewrite (backfill, overwrite) wrote, from its commit metrics."""

@@ -136,6 +136,20 @@ class DeltaReader:
                  for r in recent if start <= int(r["version"]) <= end]
         return window_rows(found, end - start + 1)
 
+    def moved_rows(self, consumed: Mapping[str, int],
+                   latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
+        """Change rows of every upstream that moved past its consumed version (cost.py)."""
+        total = 0
+        for upstream, point in latest.items():
+            seen = consumed.get(upstream)
+            if point is None or seen is None or point.version <= seen:
+                continue
+            rows = self.change_rows(upstream, seen + 1, point.version)
+            if rows is None:
+                return None
+            total += rows
+        return total
+
     def properties(self, upstream: str) -> Dict[str, str]:
         """Table properties, from the snapshot's metadata only (no state rebuilt)."""
         rows = self._fetch(f"SHOW TBLPROPERTIES {sa.quote_relation(upstream)}")
