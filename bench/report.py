@@ -87,7 +87,8 @@ def replay_breakdown(traces: List[Dict[str, Any]],
     counts: Dict[Group, Dict[str, List[int]]] = defaultdict(lambda: defaultdict(list))
     for t in traces:
         action = t.get("action")
-        if action != "replay" and not (action in ("skip", "noop") and "rowwise" in t["model"]):
+        if action not in ("replay", "overwrite") and not (
+                action in ("skip", "noop") and "rowwise" in t["model"]):
             continue
         group = (t["scale"], distribution(t), t["model"], action)
         per: Dict[str, float] = defaultdict(float)
@@ -99,7 +100,8 @@ def replay_breakdown(traces: List[Dict[str, Any]],
             kinds[group][k].append(per.get(k, 0.0))
             counts[group][k].append(num.get(k, 0))
     # Time of the refresh outside its SQL statements (dbt, Jinja, planning, Python).
-    method_of = {"replay": "replay", "skip": "gated_skip", "noop": "noop"}
+    method_of = {"skip": "gated_skip", "noop": "noop"}
+    of_prefix = {"br": "replay", "au": "auto", "ow": "overwrite", "fu": "full"}
     wall = {}
     for r in records or []:
         shape = "rowwise" if r["method"] == "gated_skip" else r["shape"]
@@ -111,15 +113,15 @@ def replay_breakdown(traces: List[Dict[str, Any]],
         if group not in kinds:
             continue
         shape = t["model"].split("_", 1)[1]
-        total = wall.get((t["scale"], distribution(t), t["fraction"], t["rep"], method_of[action],
-                          shape))
+        method = method_of.get(action) or of_prefix.get(t["model"].split("_", 1)[0], "replay")
+        total = wall.get((t["scale"], distribution(t), t["fraction"], t["rep"], method, shape))
         if total is not None:
             inside = sum(secs for secs, _ in t["statements"])
             kinds[group]["(outside SQL: dbt, Jinja, planning)"].append(max(0.0, total - inside))
             counts[group]["(outside SQL: dbt, Jinja, planning)"].append(0)
     if not kinds:
         return ""
-    order = {"replay": 0, "skip": 1, "noop": 2}
+    order = {"replay": 0, "overwrite": 1, "skip": 2, "noop": 3}
     lines = ["| fact rows | distribution | model | action | statement kind | count | median s |",
              "|---:|---|---|---|---|---:|---:|"]
     for group in sorted(kinds, key=lambda g: (g[0], _dist_order(g[1]), order[g[3]], g[2])):

@@ -210,7 +210,7 @@ class Bench:
                 continue
             chunk = lines[pos:pos + count]
             pos += count
-            if r.node.name.startswith(("br_", "gate_")):
+            if r.node.name.startswith(("br_", "gate_", "au_", "ow_", "fu_")):
                 stmts = []
                 for line in chunk:
                     secs, _, text = line.partition("\t")

@@ -1,6 +1,7 @@
 """`make demo`: the example project end to end, every step in one process (one Spark JVM).
 
-seed -> run (backfill) -> scripted upstream change -> run (replay) -> run (no-op) -> status
+seed -> run (backfill) -> scripted upstream change -> run (replay or overwrite) -> run (no-op)
+-> status
 -> test (the contract check, `batch_refresh_consistent`). dbt runs in-process through its
 programmatic runner, so the embedded Spark starts once, as a Spark server you connect to
 (`method: thrift`) would already be running: the times dbt prints are a refresh's own cost,
@@ -24,7 +25,8 @@ STEPS = [
     ("dbt run #1: snapshot backfill", ["run"]),
     ("upstream change: inserts, updates and deletes on orders",
      ["run-operation", "apply_demo_changes"]),
-    ("dbt run #2: replay of the change feed", ["run"]),
+    ("dbt run #2: the change applied (each model replays it, or rewrites where that is "
+     "estimated cheaper)", ["run"]),
     ("dbt run #3: nothing changed upstream, a no-op", ["run"]),
     ("history (dbt run-operation batch_refresh_status)",
      ["run-operation", "batch_refresh_status"]),

@@ -114,3 +114,20 @@ def test_commit_metadata_carries_the_measurement():
     back = RefreshCommit.from_history(entry, "m")
     assert back is not None and back.seconds() == 3.25
     assert back.change_rows == 12 and back.estimate_s == 2.5 and back.cost == commit.cost
+
+
+def test_explain_shows_the_next_write_and_the_last_estimate():
+    from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+    from dbt.adapters.spark_batch_refresh.report import explain
+
+    info = [explain.UpstreamInfo("s.t", UpstreamPoint(5, T0), True, 3)]
+    last = explain.LastRefresh("replay", 2.0, 9.0,
+                               remember(remember(CostMemory(), "backfill", 5.0, 10),
+                                        "replay", 9.0, 4))
+    text = explain.render("m", BatchRefreshConfig(unique_key=("id",)), ROWWISE, info, "idle",
+                          last, 4)
+    assert "next write: overwrite, by cost (4 change rows waiting): replay ~9.0s measured" in text
+    assert "last refresh: replay, estimated 2.0s, took 9.0s (to its commit)" in text
+    forced = explain.render("m", BatchRefreshConfig(unique_key=("id",), refresh_mode="overwrite"),
+                            ROWWISE, info, "idle")
+    assert "mode:       overwrite" in forced and "next write" not in forced

@@ -31,10 +31,10 @@ BACKFILL = "backfill"
 # an overwrite against the backfill it follows (the backfill also caches and checks the rows);
 # a full recompute merged as a difference against an overwrite (the same recompute plus a MERGE
 # over the whole target).
-REPLAY_FLOOR_S = 2.0
+REPLAY_FLOOR_S = 3.0
 REPLAY_ROW_S = 2.0e-5
-OVERWRITE_PER_BACKFILL = 0.6
-FULL_PER_OVERWRITE = 2.0
+OVERWRITE_PER_BACKFILL = 0.5
+FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
 # table size is forgotten.
 KEEP = 4
