@@ -39,7 +39,7 @@ def test_small_table_overwrites_large_table_replays():
     small = remember(CostMemory(), "backfill", 1.0, 1_000)  # overwrite ~0.6 s
     choice = choose(small, 10, None)
     assert choice.strategy == "overwrite"
-    assert "replay ~2.0s default (more than 1.15x overwrite)" in choice.describe()
+    assert f"replay ~{cost.REPLAY_FLOOR_S:.1f}s default (more than 1.15x overwrite)" in choice.describe()
     large = remember(CostMemory(), "backfill", 40.0, 10_000_000)  # overwrite ~24 s
     assert choose(large, 10_000, None).strategy == "replay"
 
@@ -58,7 +58,7 @@ def test_choice_flips_after_a_big_change_and_back():
 
 def test_estimate_corrects_itself_after_a_slow_replay():
     memory = remember(CostMemory(), "backfill", 10.0, 100_000)  # overwrite ~6 s
-    assert choose(memory, 100, None).strategy == "replay"  # default replay ~2 s
+    assert choose(memory, 100, None).strategy == "replay"  # default replay ~3 s
     slow = remember(memory, "replay", 9.0, 100)  # it took 9 s
     assert choose(slow, 100, None).strategy == "overwrite"
     # Only measured rebuilds count: a resumed (unmeasured) refresh leaves the memory as it is.
@@ -94,7 +94,7 @@ def test_refresh_modes_and_the_plan_reason():
     cheap = remember(CostMemory(), "overwrite", 0.5, 100)
     auto = plan({"unique_key": "id"}, cheap, 5)
     assert auto.action == "overwrite" and auto.mode == "full"
-    assert "by cost (5 change rows): replay ~2.0s default" in auto.reason
+    assert f"by cost (5 change rows): replay ~{cost.REPLAY_FLOOR_S:.1f}s default" in auto.reason
     assert plan({"unique_key": "id", "refresh_mode": "incremental"}, cheap, 5).action == "replay"
     assert plan({"unique_key": "id", "refresh_mode": "overwrite"}, CostMemory(), 5).action == "overwrite"
     assert plan({"unique_key": "id", "refresh_mode": "full"}, cheap, 5).action == "full"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -32,9 +32,9 @@ from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.plan.gaps import (
-    RETENTION_CHECK_AGE, Gap, classify, retention_risk)
+from dbt.adapters.spark_batch_refresh.plan.gaps import Gap, classify
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
+from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
@@ -96,6 +96,7 @@ class Refresher:
         self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
                               SidecarUpkeep(self._fetch, self._run, self.reader))
         self._applier = Applier(self._fetch, self._run, self.reader)
+        self._checks = Preflight(self.reader)
 
     # ---------------------------------------------------------------- plan
     def refresh(self, req: RefreshRequest) -> RefreshResult:
@@ -181,74 +182,14 @@ class Refresher:
         """Read-only checks before anything is written; each may turn the plan into a backfill
         (or raise) per on_change_feed_gap and on_model_change."""
         if run.plan.action != BACKFILL:
-            self._check_replay(run)
+            run.plan, columns = self._checks.replay(run.req, run.config, run.plan, run.log,
+                                                    run.started)
+            run.columns = columns or run.columns
         if run.plan.action == BACKFILL:
-            run.plan = self._validate_backfill(run.req, run.config, run.plan)
+            run.plan = self._checks.backfill(run.req, run.config, run.plan)
         if not run.columns:  # the replay check may have described the model already
             run.columns = self.reader.describe(sa.pin_versions(run.req.sql, run.plan.versions_to()))
         self._sync_result(run)
-
-    def _check_replay(self, run: _Run) -> None:
-        req, plan, last = run.req, run.plan, run.log.last
-        moved = [u for u, p in plan.pinned.items() if p.version > plan.consumed[u].version]
-        ids = {u: plan.consumed[u].table_id for u in plan.pinned}
-        for upstream in moved:
-            seen = plan.consumed[upstream]
-            same = self.reader.same_table(upstream, seen, plan.pinned[upstream].version)
-            props: Optional[Mapping[str, str]] = None
-            if same is None:  # the history cannot tell: compare the Delta table ids
-                ids[upstream], props = self.reader.details([upstream])[upstream]
-                same = not (seen.table_id and ids[upstream] and seen.table_id != ids[upstream])
-            if not same:
-                gap = Gap("recreated", upstream, seen.version, plan.pinned[upstream].version)
-                run.plan = self._on_gap(run, gap)
-                return
-            age = run.started - seen.timestamp if seen.timestamp is not None else None
-            if props is None and age is not None and age >= RETENTION_CHECK_AGE:
-                props = self.reader.properties(upstream)
-            if props is not None and age is not None:
-                _warn_retention(req.model, upstream, seen, props, age)
-        run.plan = replace(plan, pinned={u: replace(p, table_id=ids[u])
-                                         for u, p in plan.pinned.items()})
-        changed = None
-        if last is None:
-            return  # planned from the state row: a recreated target, already a rebuild
-        if run.log.outside is not None:
-            changed = f"the target {req.target} was changed outside batch_refresh ({run.log.outside})"
-        else:
-            model_cols = self.reader.describe(sa.pin_versions(req.sql, run.plan.versions_to()))
-            run.columns = model_cols  # same pinned versions whether it replays or rebuilds
-            if columns_hash(model_cols) != last.columns:
-                target_cols = self.reader.describe(f"SELECT * FROM {req.target}")
-                changed = (f"the model's output columns changed ({_cols(target_cols)} -> "
-                           f"{_cols(model_cols)})")
-        if changed is not None:
-            run.plan = rebuild_or_fail(req.model, run.config, run.plan, changed=changed)
-
-    def _on_gap(self, run: _Run, gap: Gap) -> Plan:
-        plan = rebuild_or_fail(run.req.model, run.config, run.plan, gap=gap)
-        logger.warning(f"batch_refresh model '{run.req.model}': {gap.describe()}; rebuilding "
-                       f"from a new snapshot (on_change_feed_gap='rebuild').")
-        return plan
-
-    def _validate_backfill(self, req: RefreshRequest, config: BatchRefreshConfig,
-                           plan: Plan) -> Plan:
-        """Every Delta upstream has its change feed on; pin the table ids seen."""
-        details = self.reader.details(list(plan.pinned))
-        missing = [] if config.refresh_mode == "full" else [
-            u for u, (_, props) in details.items()
-            if props.get("delta.enableChangeDataFeed", "false").lower() != "true"
-        ]
-        if missing:
-            raise BatchRefreshUserError(
-                req.model,
-                "upstream Delta tables have no Change Data Feed, so changes cannot be replayed",
-                [f"{u}: run  ALTER TABLE {u} SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
-                 for u in missing]
-                + ["or set refresh_mode='full' to recompute the model on every refresh."],
-            )
-        return replace(plan, pinned={u: replace(p, table_id=details[u][0])
-                                     for u, p in plan.pinned.items()})
 
     # ---------------------------------------------------------------- stage, apply, record
     def _execute(self, run: _Run, store: StateStore, waiter: LeaseWait) -> RefreshResult:
@@ -321,7 +262,8 @@ class Refresher:
             gap = Gap(kind, ", ".join(moved), min(plan.consumed[u].version + 1 for u in moved),
                       max(plan.pinned[u].version for u in moved))
             self._drop(run)
-            run.plan = self._validate_backfill(run.req, run.config, self._on_gap(run, gap))
+            run.plan = self._checks.backfill(
+                run.req, run.config, self._checks.on_gap(run.req.model, run.config, run.plan, gap))
             self._sync_result(run)
             return self._stage(run)
 
@@ -415,24 +357,6 @@ def _refreshed_concurrently(run: _Run, winner: Optional[RefreshCommit]) -> Refre
     if winner is not None:
         result.versions_to = {u: p.version for u, p in winner.pinned.items()}
     return result
-
-
-def _warn_retention(model: str, upstream: str, seen: UpstreamPoint, props: Mapping[str, str],
-                    age: timedelta) -> None:
-    risk = retention_risk(props, age)
-    if not risk:
-        return
-    prop, retention, left = risk
-    logger.warning(
-        f"batch_refresh model '{model}': upstream {upstream} was consumed at v{seen.version} "
-        f"({seen.timestamp}); {prop} is {retention}, so "
-        + (f"only {left} is left before" if left.total_seconds() > 0 else "already past")
-        + " VACUUM or log cleanup may open a change-feed gap. Run this model more often than "
-        "that (its refresh_interval and your schedule).")
-
-
-def _cols(cols: Columns) -> str:
-    return ", ".join(f"{c} {t}" for c, t in cols)
 
 
 __all__ = ["Refresher", "RefreshRequest", "RefreshResult", "lease_error"]
