@@ -23,15 +23,16 @@ def _commit(model: str, refresh: int = 2) -> RefreshCommit:
 
 
 def test_one_state_commit_and_one_history_commit_for_many_models():
+    recorder = Recorder()
     ran: List[str] = []
     StateStore._ensured.add((endpoint.current(), "s"))  # the DDL is tested on Spark; here only the writes
     for model in ("model.p.a", "model.p.b", "model.p.c"):
         commit = _commit(model)
-        Recorder.add(Outcome("s", model, f"x.{model}", T, commit=commit,
+        recorder.add(Outcome("s", model, f"x.{model}", T, commit=commit,
                              history=history_row(commit, None, T, T),
                              previous=history_row(_commit(model, 1), None, T, T), previous_refresh=1))
-    Recorder.add(Outcome("s", "model.p.d", "x.d", T, error="boom"))
-    Recorder.flush(lambda sql: [], ran.append)  # no state rows yet: every previous is offered
+    recorder.add(Outcome("s", "model.p.d", "x.d", T, error="boom"))
+    recorder.flush(lambda sql: [], ran.append)  # no state rows yet: every previous is offered
     # history first: a state row that records a refresh implies its history row was written
     assert [s.split()[0] for s in ran] == ["INSERT", "MERGE"]
     insert, merge = ran
@@ -41,17 +42,18 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
     # history: the new and the previous refresh of each model, each written only if missing
     assert insert.count("UNION ALL") == 5
     assert "WHERE NOT EXISTS (SELECT 1 FROM s.batch_refresh_history h" in insert
-    assert not Recorder.pending()
+    assert not recorder.pending()
 
 
 def test_an_up_to_date_state_row_makes_the_history_write_a_blind_append():
+    recorder = Recorder()
     ran: List[str] = []
     StateStore._ensured.add((endpoint.current(), "s"))
     commit = _commit("model.p.a", 3)
-    Recorder.add(Outcome("s", "model.p.a", "x.a", T, commit=commit,
+    recorder.add(Outcome("s", "model.p.a", "x.a", T, commit=commit,
                          history=history_row(commit, None, T, T),
                          previous=history_row(_commit("model.p.a", 2), None, T, T), previous_refresh=2))
-    Recorder.flush(lambda sql: [{"model_id": "model.p.a", "refresh": 2}], ran.append)
+    recorder.flush(lambda sql: [{"model_id": "model.p.a", "refresh": 2}], ran.append)
     insert, merge = ran
     assert "NOT EXISTS" not in insert and "UNION ALL" not in insert  # refresh 3 alone, no read
     assert "CAST('p3' AS STRING) AS run_id" in insert
@@ -73,6 +75,7 @@ def test_history_row_from_a_commit_alone():
 
 
 def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
+    recorder = Recorder()
     """The state row says refresh 2; this run made refresh 5 and re-offers 4 (previous): the
     log's refresh 3, which no state write saw, is recorded from the target's history."""
     ran: List[str] = []
@@ -86,10 +89,10 @@ def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
         return log
 
     for model, relation in (("model.p.a", "x.a"), ("model.p.b", "x.b")):
-        Recorder.add(Outcome("s", model, relation, T, commit=_commit(model, 5),
+        recorder.add(Outcome("s", model, relation, T, commit=_commit(model, 5),
                              history=history_row(_commit(model, 5), None, T, T),
                              previous=history_row(_commit(model, 4), None, T, T), previous_refresh=4))
-    Recorder.flush(fetch, ran.append)
+    recorder.flush(fetch, ran.append)
     insert = ran[0]
     # a: 3, 4, 5 (its 4 found in the log and offered as previous, kept once); b: 5 (its state
     # row records 4, so 4's history row is there)

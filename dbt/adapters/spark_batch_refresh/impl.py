@@ -32,8 +32,7 @@ from dbt.adapters.spark_batch_refresh.storage import endpoint
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
-from dbt.adapters.spark_batch_refresh.storage.state import (
-    HISTORY_TABLE, STATE_TABLE, StateStore, points_json)
+from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -43,6 +42,11 @@ _STATUS_HISTORY_LIMIT = 1000
 
 class SparkBatchRefreshAdapter(SparkAdapter):
     ConnectionManager = SparkBatchRefreshConnectionManager  # type: ignore[assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The state and history rows of this invocation's refreshes, written at its end.
+        self._recorder = Recorder()
 
     @classmethod
     def get_adapter_run_info(cls, config: Any) -> AdapterTrackingRelationInfo:
@@ -75,7 +79,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
 
     def _refresher(self) -> Refresher:
         self._use_endpoint()
-        return Refresher(self._fetch_dicts, self._run_sql)
+        return Refresher(self._fetch_dicts, self._run_sql, self._recorder)
 
     def _use_endpoint(self) -> None:
         """This target's Spark is the one whose clock (and time zone) times are compared on
@@ -115,11 +119,11 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     def cleanup_connections(self) -> None:
         """The end of a dbt invocation: write the refresh-state and history rows of every
         model it refreshed (one commit each), then close the connections."""
-        if Recorder.pending():
+        if self._recorder.pending():
             try:
                 with self.connection_named("batch_refresh_record"):
                     self._use_endpoint()
-                    Recorder.flush(self._fetch_dicts, self._run_sql)
+                    self._recorder.flush(self._fetch_dicts, self._run_sql)
             except Exception as exc:  # noqa: BLE001 - the refreshes themselves are committed
                 logger.warning(
                     f"batch_refresh: could not write the refresh-state and history tables "
@@ -208,8 +212,9 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         """
         keep = _history_limit(history_rows)
         infos = [nodes.model_info(m) for m in models]
-        states = {str(r["model_id"]): r for r in self._state_rows(state_schema)}
-        history = self._recent_history(state_schema, keep) if keep else None
+        store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
+        states = {str(r["model_id"]): r for r in store.all_states()}
+        history = store.recent_history(keep) if keep else None
         if only_listed:
             wanted = {i.unique_id for i in infos}
             states = {k: v for k, v in states.items() if k in wanted}
@@ -244,27 +249,6 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 "target_version": last.version, "last_refresh_at": last.timestamp,
                 "last_action": last.action, "last_outcome": "success", "refresh": last.refresh}
 
-    def _read_state_table(self, sql: str) -> List[Dict[str, Any]]:
-        """Rows of a state/history query; none if those tables do not exist yet."""
-        try:
-            return self._fetch_dicts(sql)
-        except DbtRuntimeError as exc:
-            text = str(exc)
-            if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND",
-                                       "cannot be found", "Table or view not found")):
-                return []
-            raise
-
-    def _state_rows(self, state_schema: str) -> List[Dict[str, Any]]:
-        return self._read_state_table(f"SELECT * FROM {state_schema}.{STATE_TABLE} ORDER BY model_id")
-
-    def _recent_history(self, state_schema: str, keep: int) -> List[Dict[str, Any]]:
-        return self._read_state_table(
-            f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY model_id ORDER BY "
-            f"started_at DESC, finished_at DESC) AS _rn FROM {state_schema}.{HISTORY_TABLE}) "
-            f"WHERE _rn <= {keep} ORDER BY model_id, started_at DESC, finished_at DESC"
-        )
-
     def _latest_upstreams(
         self, states: Iterable[Mapping[str, Any]]
     ) -> Dict[str, Optional[status_report.Latest]]:
@@ -274,21 +258,12 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             for upstream, point in status_report.consumed_points(row.get("consumed")).items():
                 version = int(point.get("version", 0))
                 oldest[upstream] = min(version, oldest.get(upstream, version))
+        reader = self._refresher().reader
         latest: Dict[str, Optional[status_report.Latest]] = {}
         for upstream, consumed in sorted(oldest.items()):
-            try:
-                head = self._fetch_dicts(f"DESCRIBE HISTORY {upstream} LIMIT 1")
-            except DbtRuntimeError as exc:  # dropped upstream: the report says "?"
-                logger.debug(f"batch_refresh_status: cannot read {upstream}: {exc}")
-                latest[upstream] = None
-                continue
-            version = int(head[0]["version"]) if head else -1
-            commits = {version: status_report.as_datetime(head[0]["timestamp"])} if head else {}
-            if version > consumed + 1:
-                limit = min(version - consumed, _STATUS_HISTORY_LIMIT)
-                commits = {int(r["version"]): status_report.as_datetime(r["timestamp"]) for r in
-                           self._fetch_dicts(f"DESCRIBE HISTORY {upstream} LIMIT {limit}")}
-            latest[upstream] = status_report.Latest(version, commits)
+            # A dropped upstream reads as None: the report says "?".
+            found = reader.commit_times(upstream, consumed, _STATUS_HISTORY_LIMIT)
+            latest[upstream] = status_report.Latest(*found) if found else None
         return latest
 
     @available
@@ -301,7 +276,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         self._use_endpoint()
         store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
         store.ensure()
-        return self._fetch_dicts(f"SELECT * FROM {store.history} ORDER BY started_at, run_id")
+        return store.all_history()
 
     @available
     def batch_refresh_unlock(self, state_schema: str, model_id: str, force: bool = False) -> str:
@@ -364,7 +339,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     def batch_refresh_consistency_sql(self, model: str, model_id: str, relation: str,
                                       state_schema: str) -> str:
         """The `batch_refresh_consistent` test's query: every row that differs."""
-        query, _ = Verifier(self._fetch_dicts, self._run_sql).differences(
+        query, _ = Verifier(self._fetch_dicts, self._run_sql, self._recorder).differences(
             model, model_id, _render(relation), state_schema)
         return query
 
@@ -372,7 +347,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     def batch_refresh_verify(self, model: str, model_id: str, relation: str,
                              state_schema: str) -> str:
         """`dbt run-operation batch_refresh_verify`: counts and examples; an error if they differ."""
-        verdict = Verifier(self._fetch_dicts, self._run_sql).verify(
+        verdict = Verifier(self._fetch_dicts, self._run_sql, self._recorder).verify(
             model, model_id, _render(relation), state_schema)
         if not verdict.consistent:
             raise DbtRuntimeError(verdict.render())

@@ -14,7 +14,7 @@ import os
 import socket
 import uuid
 from datetime import datetime, timedelta
-from typing import Optional, Protocol, Set
+from typing import Optional, Set, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 
@@ -22,26 +22,15 @@ from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRefresh, count_committed
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, format_duration
-from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait, held
-from dbt.adapters.spark_batch_refresh.plan.planner import Plan
-from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 
 logger = AdapterLogger("SparkBatchRefresh")
-
-
-class Restage(Protocol):
-    """Stages a plan again (a resumed run whose persisted staging is gone): executor._restage."""
-
-    def __call__(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
-                 plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
-                 previous_plan: Optional[str]) -> Staged: ...
 
 
 class InterruptedChunks(BatchRefreshRuntimeError):
@@ -80,8 +69,9 @@ class ChunkedApply:
         return self._chunks(req, config, staged, commit, chunks, result, set(), holder)
 
     def resume(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
-               log: TargetLog, now: datetime, restage: Restage) -> RefreshResult:
-        """A plan whose chunks a dead (or failed) run left unfinished: the same pinned plan."""
+               log: TargetLog, now: datetime) -> Tuple[RefreshResult, RefreshCommit, str]:
+        """A plan whose chunks a dead (or failed) run left unfinished: the same pinned plan.
+        Returns the result, the last commit and who resumed it (for the history row)."""
         last = log.last
         assert last is not None
         self._store.ensure()
@@ -104,17 +94,13 @@ class ChunkedApply:
         else:
             columns = [(r["col_name"], r["data_type"]) for r in
                        self._fetch(f"DESCRIBE QUERY {sa.pin_versions(req.sql, plan.versions_to())}")]
-            staged = restage(req, config, analysis, plan, columns,
-                             f"_br_staging_{uuid.uuid4().hex[:12]}", plan_id=last.plan_id,
-                             refresh=last.refresh, previous_plan=None)
+            staged = self._stager.stage_plan(
+                req, config, analysis, plan, columns, f"_br_staging_{uuid.uuid4().hex[:12]}",
+                plan_id=last.plan_id, refresh=last.refresh, previous_plan=None)
             self._stager.persist(staged, table)
         done = self._committed(req, last, result)
         landed = self._chunks(req, config, staged, base, last.chunks, result, done, holder)
-        Recorder.add(Outcome(
-            req.state_schema, req.model_id, req.target, current_time(), commit=landed,
-            sql=req.sql, history=history_row(landed, result, now, current_time(),
-                                f"resumed by run {row.run_id if row else ''}".strip())))
-        return result
+        return result, landed, f"resumed by run {row.run_id if row else ''}".strip()
 
     # ---------------------------------------------------------------- steps
     def _lease(self, req: RefreshRequest, config: BatchRefreshConfig, row: Optional[StateRow],

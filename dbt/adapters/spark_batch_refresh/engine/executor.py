@@ -20,9 +20,8 @@ from typing import List, Mapping, Optional
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
-from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
+from dbt.adapters.spark_batch_refresh.engine.aggstage import SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRefresh
 from dbt.adapters.spark_batch_refresh.engine.chunks import ChunkedApply, lease_error
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, columns_hash
@@ -37,8 +36,8 @@ from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, Lease
 from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.planner import (
-    AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate, delta_upkeep, plan_run,
-    rebuild_or_fail)
+    AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate,
+    plan_run, rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
@@ -89,7 +88,8 @@ class _Run:
 
 
 class Refresher:
-    def __init__(self, fetch: Fetch, run: Run) -> None:
+    def __init__(self, fetch: Fetch, run: Run, recorder: Recorder) -> None:
+        self._recorder = recorder  # the invocation's, written once at its end (record.py)
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
         self.reader = DeltaReader(self._fetch)
@@ -122,7 +122,7 @@ class Refresher:
             chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
                                    waiter)
             try:
-                return self._finish(chunked.resume(req, config, analysis, log, now, self._restage))
+                result, landed, message = chunked.resume(req, config, analysis, log, now)
             except (BatchRefreshUserError, BatchRefreshLeaseError):
                 raise
             except Exception as exc:
@@ -130,6 +130,10 @@ class Refresher:
                     f"batch_refresh model '{req.model}': resumed {log.last.action} failed: {exc}\n"
                     "The refresh is recorded as interrupted; the next `dbt run` resumes it with "
                     "the same pinned upstream versions.") from exc
+            self._recorder.add(Outcome(
+                req.state_schema, req.model_id, req.target, current_time(), commit=landed,
+                sql=req.sql, history=history_row(landed, result, now, current_time(), message)))
+            return self._finish(result)
         state, recreated = self._model_state(req, log, store)
         closed = (None if req.full_refresh or req.force or recreated else closed_gate(
             config=config, upstreams=analysis.upstreams, state=state, fingerprint=fingerprint,
@@ -218,12 +222,12 @@ class Refresher:
             raise
         except BatchRefreshUserError as exc:
             self._drop(run)
-            Recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
+            self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
                                  error=str(exc).splitlines()[0]))
             raise
         except Exception as exc:
             self._drop(run)
-            Recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
+            self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
                                  error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
             raise BatchRefreshRuntimeError(
                 f"batch_refresh model '{req.model}': {run.plan.action} failed: {exc}\n"
@@ -233,7 +237,7 @@ class Refresher:
         self._drop(run)
         self._meter.finish(result)
         previous = run.log.last
-        Recorder.add(Outcome(
+        self._recorder.add(Outcome(
             req.state_schema, req.model_id, req.target, current_time(), commit=landed,
             sql=req.sql, history=history_row(landed, result, run.started, current_time()),
             previous=(history_row(previous, None, previous.timestamp or run.started,
@@ -282,25 +286,14 @@ class Refresher:
             run.staged = Staged("", [(c, t) for c, t in run.columns], rows=rows)
             run.result.staged_rows = rows
             return 1
-        run.staged = self._restage(run.req, config, run.analysis, plan, run.columns, run.view,
-                                   plan_id=run.run_id, refresh=run.refresh,
-                                   previous_plan=run.log.last.plan_id if run.log.last else None)
+        run.staged = self._stager.stage_plan(
+            run.req, config, run.analysis, plan, run.columns, run.view, plan_id=run.run_id,
+            refresh=run.refresh, previous_plan=run.log.last.plan_id if run.log.last else None)
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
         if plan.action == BACKFILL or not config.unique_key:
             return 1
         return max(1, -(-run.staged.rows // config.merge_chunk_rows))
-
-    def _restage(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
-                 plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
-                 previous_plan: Optional[str]) -> Staged:
-        agg_run = None
-        if analysis.delta is not None and plan.fallback_reason is None and delta_upkeep(
-                config, analysis):
-            agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
-                             plan_id, refresh, previous_plan)
-        return self._stager.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
-                                  plan=plan, model_columns=columns, view=view, agg_run=agg_run)
 
     def _drop(self, run: _Run) -> None:
         # A staging that failed may still have left its view: Spark 3.5 creates the view of a

@@ -94,36 +94,34 @@ def state_values(outcome: Outcome) -> Dict[str, Any]:
 
 
 class Recorder:
-    """Process-wide: dbt runs models on threads, and the adapter flushes once per invocation."""
+    """One dbt invocation's outcomes, owned by its adapter: dbt runs models on threads, and the
+    adapter writes them once when the invocation ends."""
 
-    _lock = threading.Lock()
-    _pending: Dict[str, Dict[str, Outcome]] = {}
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: Dict[str, Dict[str, Outcome]] = {}
 
-    @classmethod
-    def add(cls, outcome: Outcome) -> None:
-        with cls._lock:
-            cls._pending.setdefault(outcome.state_schema, {})[outcome.model_id] = outcome
+    def add(self, outcome: Outcome) -> None:
+        with self._lock:
+            self._pending.setdefault(outcome.state_schema, {})[outcome.model_id] = outcome
 
-    @classmethod
-    def recorded(cls, model_id: str) -> Optional[Outcome]:
+    def recorded(self, model_id: str) -> Optional[Outcome]:
         """This invocation's not yet written outcome of a model (`dbt build` tests a model in
         the same invocation that refreshed it, before the state write)."""
-        with cls._lock:
-            for outcomes in cls._pending.values():
+        with self._lock:
+            for outcomes in self._pending.values():
                 if model_id in outcomes:
                     return outcomes[model_id]
         return None
 
-    @classmethod
-    def pending(cls) -> bool:
-        with cls._lock:
-            return any(cls._pending.values())
+    def pending(self) -> bool:
+        with self._lock:
+            return any(self._pending.values())
 
-    @classmethod
-    def flush(cls, fetch: Fetch, run: Run) -> None:
+    def flush(self, fetch: Fetch, run: Run) -> None:
         """One state commit and one history commit per state schema (one in practice)."""
-        with cls._lock:
-            pending, cls._pending = cls._pending, {}
+        with self._lock:
+            pending, self._pending = self._pending, {}
         for schema, outcomes in pending.items():
             store = StateStore(schema, fetch, run)
             store.ensure()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
+from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
@@ -18,8 +19,8 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, REPLAY, Plan
-from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
+from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, REPLAY, Plan, delta_upkeep
+from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 
 # Stagings netted from signed change rows (sqlgen.staging_from_changes).
 FROM_CHANGES = ("changes", "join")
@@ -68,6 +69,19 @@ class Stager:
         self._describe = describe
         self._table_columns = table_columns
         self._upkeep = upkeep
+
+    def stage_plan(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
+                   plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
+                   previous_plan: Optional[str]) -> Staged:
+        """Stage a refresh's plan (a first run, or a resumed one whose persisted staging is
+        gone), with the delta aggregate's sidecar run where the model keeps one."""
+        agg_run = None
+        if analysis.delta is not None and plan.fallback_reason is None and delta_upkeep(
+                config, analysis):
+            agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
+                             plan_id, refresh, previous_plan)
+        return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
+                          plan=plan, model_columns=columns, view=view, agg_run=agg_run)
 
     def stage(self, *, model: str, sql: str, config: BatchRefreshConfig, analysis: sa.Analysis,
               plan: Plan, model_columns: Columns, view: str,

@@ -69,9 +69,10 @@ def differences_sql(target: str, expected: str) -> str:
 
 
 class Verifier:
-    def __init__(self, fetch: Fetch, run: Run) -> None:
+    def __init__(self, fetch: Fetch, run: Run, recorder: Recorder) -> None:
         self._fetch, self._run = fetch, run
         self._reader = DeltaReader(fetch)
+        self._recorder = recorder
 
     def differences(self, model: str, model_id: str, target: str,
                     state_schema: str) -> tuple[str, Dict[str, int]]:
@@ -105,7 +106,7 @@ class Verifier:
     def _refreshed_sql(self, model_id: str, fingerprint: str, state_schema: str) -> Optional[str]:
         """The compiled SQL of the refresh with this fingerprint: this invocation's own (not
         written yet), else the state row's."""
-        pending = Recorder.recorded(model_id)
+        pending = self._recorder.recorded(model_id)
         if pending is not None and pending.sql and pending.commit is not None \
                 and pending.commit.fingerprint == fingerprint:
             return pending.sql

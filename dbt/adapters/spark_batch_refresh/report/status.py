@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, NOOP, OVERWRITE, SKIP
+from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
 NEVER_RUN = "never run"
 
@@ -183,15 +184,6 @@ def consumed_points(consumed: Any) -> Dict[str, Dict[str, Any]]:
         return {}
     data = json.loads(consumed) if isinstance(consumed, str) else dict(consumed)
     return {u: dict(p) for u, p in data.items()}
-
-
-def as_datetime(value: Any) -> Optional[datetime]:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
 
 
 def _consumed_text(points: Mapping[str, Mapping[str, Any]]) -> str:

@@ -82,10 +82,8 @@ def _cte_names(tree: exp.Expression) -> set[str]:
     return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
 
 
-def table_name(table: exp.Table) -> str:
-    """Normalized `schema.table` (or `table`) for a physical relation."""
-    parts = [p for p in (table.catalog, table.db, table.name) if p]
-    return ".".join(p.lower() for p in parts)
+# Normalized `schema.table` (or `table`) for a physical relation (one home: sqltree).
+table_name = st.table_name
 
 
 def _physical_tables(tree: exp.Expression) -> List[exp.Table]:

@@ -150,6 +150,21 @@ class DeltaReader:
             total += rows
         return total
 
+    def commit_times(self, upstream: str, since: int,
+                     limit: int) -> Optional[tuple[int, Dict[int, datetime]]]:
+        """An upstream's newest version and the times of its commits after `since` (at most
+        `limit` of them), for lag; None when it cannot be read (dropped)."""
+        try:
+            head = self.history(upstream, 1)
+        except DbtRuntimeError:
+            return None
+        version = int(head[0]["version"]) if head else -1
+        commits = {version: as_datetime(head[0]["timestamp"])} if head else {}
+        if version > since + 1:
+            commits = {int(r["version"]): as_datetime(r["timestamp"])
+                       for r in self.history(upstream, min(version - since, limit))}
+        return version, commits
+
     def properties(self, upstream: str) -> Dict[str, str]:
         """Table properties, from the snapshot's metadata only (no state rebuilt)."""
         rows = self._fetch(f"SHOW TBLPROPERTIES {sa.quote_relation(upstream)}")

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, TypeVar
 
+from dbt_common.exceptions import DbtRuntimeError
+
 from dbt.adapters.spark_batch_refresh.storage import endpoint
 from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
@@ -61,10 +63,13 @@ def ts(value: Optional[datetime]) -> str:
 
 
 def as_datetime(value: Any) -> Optional[datetime]:
-    """Timestamps arrive as datetimes (session) or text (Thrift)."""
+    """Timestamps arrive as datetimes (session) or text (Thrift); None for text that is not one."""
     if value is None or isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(str(value))
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
 
 
 def points_json(points: Mapping[str, UpstreamPoint]) -> str:
@@ -154,6 +159,30 @@ class StateStore:
             missing = [c.strip() for c in columns.split(",") if c.split()[0].lower() not in have]
             if missing:
                 self._run(f"ALTER TABLE {table} ADD COLUMNS ({', '.join(missing)})")
+
+    # Reads for the reports: a project that never ran a model gets none, not new tables.
+    def all_states(self) -> List[Dict[str, Any]]:
+        return self._if_exists(f"SELECT * FROM {self.state} ORDER BY model_id")
+
+    def recent_history(self, keep: int) -> List[Dict[str, Any]]:
+        """Each model's newest `keep` history rows."""
+        return self._if_exists(
+            f"SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY model_id ORDER BY "
+            f"started_at DESC, finished_at DESC) AS _rn FROM {self.history}) "
+            f"WHERE _rn <= {int(keep)} ORDER BY model_id, started_at DESC, finished_at DESC")
+
+    def all_history(self) -> List[Dict[str, Any]]:
+        return self._fetch(f"SELECT * FROM {self.history} ORDER BY started_at, run_id")
+
+    def _if_exists(self, sql: str) -> List[Dict[str, Any]]:
+        try:
+            return self._fetch(sql)
+        except DbtRuntimeError as exc:
+            text = str(exc)
+            if any(m in text for m in ("TABLE_OR_VIEW_NOT_FOUND", "SCHEMA_NOT_FOUND",
+                                       "cannot be found", "Table or view not found")):
+                return []
+            raise
 
     def read(self, model_id: str) -> Optional[StateRow]:
         rows = self._fetch(f"SELECT * FROM {self.state} WHERE model_id = {lit(model_id)}")
