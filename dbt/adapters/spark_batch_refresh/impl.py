@@ -153,8 +153,9 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         if not models:
             return {}
         state_schema = str(self.execute_macro("spark_batch_refresh__state_schema")).strip()
-        states = {str(r["model_id"]): r for r in self._state_rows(state_schema)}
-        last = {str(h["model_id"]): h for h in self._recent_history(state_schema, 1)}
+        store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
+        states = {str(r["model_id"]): r for r in store.all_states()}
+        last = {str(h["model_id"]): h for h in store.recent_history(1)}
         stats = {}
         for node in models:
             info = nodes.model_info(nodes.node_dict(node))
