@@ -28,6 +28,15 @@ STRICT = """
 {{ config(materialized='batch_refresh', unique_key='id', refresh_mode='incremental') }}
 select id, v from {{ source('raw', 'src') }}
 """
+# A partitioned model recomputed in full, written by INSERT OVERWRITE, in a session whose
+# partitionOverwriteMode is dynamic (a common Spark setting): the write must still replace
+# every partition, or a partition the new result no longer has keeps its stale rows.
+PARTED = """
+{{ config(materialized='batch_refresh', refresh_mode='full', partition_by=['big'],
+          pre_hook="SET spark.sql.sources.partitionOverwriteMode=dynamic",
+          post_hook="RESET spark.sql.sources.partitionOverwriteMode") }}
+select id, v, v >= 100 as big from {{ source('raw', 'src') }} where v >= 0
+"""
 # Cannot replay (a window over the whole table): `auto` chooses between full and overwrite.
 RANKED = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
@@ -43,7 +52,7 @@ class TestStrategies:
     @pytest.fixture(scope="class")
     def models(self):
         return {"sources.yml": sources_yml("src"), "base.sql": BASE, "child.sql": CHILD,
-                "strict.sql": STRICT, "ranked.sql": RANKED}
+                "strict.sql": STRICT, "ranked.sql": RANKED, "parted.sql": PARTED}
 
     def test_overwrite_and_choice_by_cost(self, project, monkeypatch):
         monkeypatch.delenv(AUTO_ENV, raising=False)
@@ -53,6 +62,7 @@ class TestStrategies:
         project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(40)")
         first = by_model(run_ok(["run"]))
         assert {r["action"] for r in first.values()} == {"backfill"}
+        names = ("base", "child", "strict", "ranked", "parted")
 
         project.run_sql(f"update {src} set v = 100 where id = 1")
         project.run_sql(f"delete from {src} where id = 2")
@@ -71,7 +81,7 @@ class TestStrategies:
         assert "replay (the model" in second["ranked"]["reason"]  # rejected, with the model's blocker
         # The child sees the overwrite's change feed: its 40 old rows deleted, 40 written.
         assert "by cost (80 change rows)" in second["child"]["reason"], second["child"]
-        for name in ("base", "child", "strict", "ranked"):
+        for name in names:
             assert_contract(project, name)
 
         # The history row keeps the choice; the commit keeps the measurement for the next plan.
@@ -81,8 +91,10 @@ class TestStrategies:
         assert '"started"' in meta["userMetadata"] and '"backfill"' in meta["userMetadata"]
 
         project.run_sql(f"update {src} set v = -5 where id = 3")
+        project.run_sql(f"update {src} set v = 5 where id = 1")  # partition big=true empties
         third = by_model(run_ok(["run"]))
+        assert third["parted"]["action"] == "full", third["parted"]
         assert third["base"]["action"] == "overwrite"
-        assert "by cost (1 change rows)" in third["ranked"]["reason"], third["ranked"]
-        for name in ("base", "child", "strict", "ranked"):
+        assert "by cost (2 change rows)" in third["ranked"]["reason"], third["ranked"]
+        for name in names:
             assert_contract(project, name)

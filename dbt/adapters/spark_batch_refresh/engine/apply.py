@@ -21,7 +21,7 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, OVERWRITE, REPLAY
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
-    USER_METADATA, SessionConfs, idempotent_write)
+    PARTITION_OVERWRITE, USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
 
@@ -50,6 +50,8 @@ class Applier:
         """Write one chunk as one commit; the commit as the target's log recorded it."""
         confs = {USER_METADATA: commit.to_metadata(),
                  **idempotent_write(txn_app_id(req.model_id), commit.txn_version)}
+        if _overwrites(commit, config, staged):
+            confs[PARTITION_OVERWRITE] = "static"
         counts: Dict[str, int] = {}
         conflict: Optional[DbtRuntimeError] = None
         try:
@@ -216,6 +218,15 @@ class Applier:
 
     def drop_staging_table(self, table: str) -> None:
         self._run(f"DROP TABLE IF EXISTS {table}")
+
+
+def _overwrites(commit: RefreshCommit, config: BatchRefreshConfig, staged: Staged) -> bool:
+    """Whether _write rewrites the whole target by INSERT OVERWRITE."""
+    if commit.action == OVERWRITE:
+        return True
+    if commit.action == REPLAY:
+        return staged.overwrite
+    return commit.action == FULL and not config.unique_key
 
 
 def replaceable(staged: Staged, chunks: int) -> bool:

@@ -10,6 +10,9 @@ from dbt.adapters.spark_batch_refresh.storage.calls import Run
 TXN_APP_ID = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# An INSERT OVERWRITE under `dynamic` replaces only the partitions its rows fall in; a refresh
+# that rewrites its target must replace all of them, whatever the session says.
+PARTITION_OVERWRITE = "spark.sql.sources.partitionOverwriteMode"
 
 
 def idempotent_write(app_id: str, version: int) -> Dict[str, str]:
