@@ -29,10 +29,24 @@ from bench.models import SHAPES  # noqa: E402
 from bench.targets import targets  # noqa: E402
 
 
-def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
-    rows = sorted({k[:4] for k in summary if k[4] in METHODS},
+def _cells(summary: Dict[Key, Dict[str, Any]],
+           methods: Tuple[str, ...]) -> List[Tuple[int, str, str, float]]:
+    """The (scale, shape, distribution, fraction) cells measured by any of `methods`, in table
+    order."""
+    return sorted({k[:4] for k in summary if k[4] in methods},
                   key=lambda t: (t[0], SHAPES.index(t[1]) if t[1] in SHAPES else 9,
                                  _dist_order(t[2]), t[3]))
+
+
+def _shown(c: Optional[Dict[str, Any]]) -> str:
+    """A cell's median seconds, marked when any repetition was wrong."""
+    if not c:
+        return "-"
+    return _s(c["seconds"]) + ("" if c["correct"] else " **wrong**")
+
+
+def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
+    rows = _cells(summary, METHODS)
     head = ("| fact rows | shape | distribution | change | replay s | hand MERGE s | rebuild s "
             "| incremental s | replay / hand | replay / rebuild | replay statements / commits |\n"
             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -43,10 +57,7 @@ def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
         changes = next(c["changes"] for c in cell.values() if c)
 
         def show(m: str) -> str:
-            c = cell[m]
-            if not c:
-                return "-"
-            return _s(c["seconds"]) + ("" if c["correct"] else " **wrong**")
+            return _shown(cell[m])
 
         br = cell["replay"]
         sw = f"{_n(br['statements'])} / {_n(br['writes'])}" if br else "-"
@@ -165,9 +176,7 @@ STRATEGIES = ("auto", "replay", "overwrite", "full", "rebuild")
 def strategies_table(summary: Dict[Key, Dict[str, Any]]) -> str:
     """Per cell: `auto` (the strategy it chose) against every forced strategy and the rebuild
     (`bench/run.py --strategies`); empty when the run had no `auto` models."""
-    rows = sorted({k[:4] for k in summary if k[4] == "auto"},
-                  key=lambda t: (t[0], SHAPES.index(t[1]) if t[1] in SHAPES else 9,
-                                 _dist_order(t[2]), t[3]))
+    rows = _cells(summary, ("auto",))
     if not rows:
         return ""
     head = ("| fact rows | shape | distribution | change | auto s (chose) | replay s | overwrite s "
@@ -180,10 +189,7 @@ def strategies_table(summary: Dict[Key, Dict[str, Any]]) -> str:
         forced = [secs[m] for m in ("replay", "overwrite", "full") if secs[m] is not None]
 
         def show(m: str) -> str:
-            c = cell[m]
-            if not c:
-                return "-"
-            return _s(c["seconds"]) + ("" if c["correct"] else " **wrong**")
+            return _shown(cell[m])
         auto = cell["auto"] or {}
         lines.append(
             f"| {scale:,} | {shape} | {dist} | {_pct(frac)} | {show('auto')} "
