@@ -26,11 +26,9 @@ Everything lives in a temporary directory that is removed at the end.
 from __future__ import annotations
 
 import random
-import shutil
 import statistics
 import os
 import sys
-import tempfile
 import time
 from typing import Dict, List
 
@@ -38,16 +36,14 @@ from dbt.adapters.spark_batch_refresh.sql import sqlgen
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.scratch_spark import scratch_session  # noqa: E402
+from bench.scratch_spark import arguments, scratch  # noqa: E402
 
 COLUMNS = ["id", "customer_id", "amount", "status"]
 
 
 def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
-    where = tempfile.mkdtemp(prefix="br-apply-bench-")
-    spark = scratch_session(where, "local[*]", 2, {"spark.driver.memory": "8g"})
     rng = random.Random(15)
-    try:
+    with scratch("br-apply-bench-", "local[*]", 2, {"spark.driver.memory": "8g"}) as spark:
         spark.sql("CREATE TABLE t (id BIGINT, customer_id BIGINT, amount DECIMAL(12,2), "
                   "status STRING) USING delta TBLPROPERTIES (delta.enableChangeDataFeed = true, "
                   "delta.enableDeletionVectors = true)")
@@ -81,9 +77,6 @@ def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
         for method, secs in found.items():
             print(f"{method:14s} median {statistics.median(secs):6.2f} s  ({', '.join(f'{s:.2f}' for s in secs)})"
                   f"   change feed of the last: {feed[method]}")
-    finally:
-        spark.stop()
-        shutil.rmtree(where, ignore_errors=True)
 
 
 def stage(spark, keys: List[int], deleted: set, new: List[int], r: int) -> None:  # type: ignore[no-untyped-def]
@@ -114,6 +107,4 @@ def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyp
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 2,
-         sys.argv[3] if len(sys.argv) > 3 else "uniform")
+    main(*arguments(10_000_000, 2, "uniform"))

@@ -13,15 +13,13 @@ Everything lives in a temporary directory that is removed at the end.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.scratch_spark import scratch_session  # noqa: E402
+from bench.scratch_spark import arguments, scratch  # noqa: E402
 
 VARIANTS: Dict[str, List[str]] = {
     "none": [],
@@ -37,15 +35,13 @@ VARIANTS: Dict[str, List[str]] = {
 
 
 def main(rounds: int) -> None:
-    where = tempfile.mkdtemp(prefix="br-metadata-bench-")
-    spark = scratch_session(where, "local[1]", 1)
 
     def timed(sql: str) -> float:
         started = time.monotonic()
         spark.sql(sql).collect()
         return time.monotonic() - started
 
-    try:
+    with scratch("br-metadata-bench-", "local[1]", 1) as spark:
         spark.sql("CREATE TABLE u (id INT, v INT) USING delta TBLPROPERTIES "
                   "(delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)")
         spark.sql("INSERT INTO u SELECT CAST(id AS INT), CAST(id AS INT) FROM range(50)")
@@ -62,10 +58,7 @@ def main(rounds: int) -> None:
             med = [sorted(p[i] for p in kept)[len(kept) // 2] for i in (0, 1)]
             print(f"{name:20s} reads {med[0]:6.3f} s   table_changes after {med[1]:6.3f} s   "
                   f"together {med[0] + med[1]:6.3f} s")
-    finally:
-        spark.stop()
-        shutil.rmtree(where, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 8)
+    main(*arguments(8))

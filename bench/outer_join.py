@@ -26,10 +26,8 @@ directory that is removed at the end.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List
 
@@ -38,10 +36,11 @@ import sqlglot
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, pin_versions
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.scratch_spark import scratch_session  # noqa: E402
+from bench.scratch_spark import arguments, scratch  # noqa: E402
 
 MODEL = "select f.id, f.v, d.label from fact f left join dim d on f.dim_id = d.id"
 KEY = ("id",)
@@ -58,11 +57,9 @@ def cached(spark: Any, name: str, select: str) -> int:
 
 
 def main(rows: int, rounds: int) -> None:
-    where = tempfile.mkdtemp(prefix="br-outer-bench-")
-    spark = scratch_session(where, "local[*]", 2, {"spark.driver.memory": "8g"})
     dims = rows // 10
     props = "TBLPROPERTIES (delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)"
-    try:
+    with scratch("br-outer-bench-", "local[*]", 2, {"spark.driver.memory": "8g"}) as spark:
         spark.sql(f"CREATE TABLE fact USING delta {props} AS SELECT id, "
                   f"pmod(xxhash64(id), {dims + dims // 9}) AS dim_id, id % 997 AS v "
                   f"FROM range({rows})")
@@ -88,7 +85,7 @@ def main(rows: int, rounds: int) -> None:
             ranges = {"dim": (start, end)}
 
             def change_rows(upstream: str, types: Any) -> str:
-                return sa.change_rows_sql(upstream, *ranges[upstream], types)
+                return change_rows_sql(upstream, *ranges[upstream], types)
 
             t0 = time.perf_counter()
             for name, select in joined.transition_keys(MODEL, f"_t{r}", ranges, change_rows):
@@ -102,14 +99,14 @@ def main(rows: int, rounds: int) -> None:
             t0 = time.perf_counter()
             parts = sa.affected_keys_sql(MODEL, KEY, ranges, new, old)
             cached(spark, f"_k{r}", sqlgen.affected_keys(parts, KEY))
-            n = cached(spark, f"_a{r}", sqlgen.staging_affected(sa.pin_versions(MODEL, new),
+            n = cached(spark, f"_a{r}", sqlgen.staging_affected(pin_versions(MODEL, new),
                                                                 f"_k{r}", KEY))
             timing["affected_keys"] = time.perf_counter() - t0
             staged["affected_keys"] = n
 
             t0 = time.perf_counter()
             spark.sql(f"CREATE OR REPLACE TABLE rebuilt USING delta AS "
-                      f"{sa.pin_versions(MODEL, new)}")
+                      f"{pin_versions(MODEL, new)}")
             timing["rebuild"] = time.perf_counter() - t0
             for view in (f"_t{r}", f"_t{r}_outer0", f"_k{r}", f"_a{r}"):
                 spark.sql(f"DROP VIEW IF EXISTS {view}")
@@ -124,11 +121,7 @@ def main(rows: int, rounds: int) -> None:
         print("| staging | median s | staged rows (last round) |\n|---|---:|---:|")
         for method, values in found.items():
             print(f"| {method} | {statistics.median(values):.2f} | {staged.get(method, '-')} |")
-    finally:
-        spark.stop()
-        shutil.rmtree(where, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000_000,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    main(*arguments(10_000_000, 3))

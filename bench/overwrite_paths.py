@@ -17,16 +17,14 @@ usage: .venv/bin/python bench/overwrite_paths.py [rows] [rounds]   (run alone: 2
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.scratch_spark import scratch_session  # noqa: E402
+from bench.scratch_spark import arguments, scratch  # noqa: E402
 
 SELECT = ("SELECT id, id % 1000 AS k, CAST(id % 997 AS DECIMAL(12,2)) AS amount, "
           "IF(id % 7 = 0, 'done', 'open') AS status FROM src")
@@ -40,9 +38,7 @@ METHODS = {
 
 
 def main(rows: int, rounds: int) -> None:
-    where = tempfile.mkdtemp(prefix="br-overwrite-bench-")
-    spark = scratch_session(where, "local[*]", 2, {"spark.driver.memory": "8g"})
-    try:
+    with scratch("br-overwrite-bench-", "local[*]", 2, {"spark.driver.memory": "8g"}) as spark:
         spark.sql(f"CREATE TABLE src USING delta AS SELECT id FROM range({rows})")
         spark.sql(f"CREATE TABLE t USING delta {PROPS} AS {SELECT}")
         found: Dict[str, List[float]] = {m: [] for m in METHODS}
@@ -70,11 +66,7 @@ def main(rows: int, rounds: int) -> None:
             shown = (f"median {statistics.median(secs):6.2f} s  ({', '.join(f'{s:.2f}' for s in secs)})"
                      if secs else "no time")
             print(f"{method:20s} {shown}   change feed: {feed.get(method)}")
-    finally:
-        spark.stop()
-        shutil.rmtree(where, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 3)
+    main(*arguments(1_000_000, 3))

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 from collections import defaultdict
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 # Run as a script (`python bench/report.py`) or loaded from its path (the unit tests), the
 # `bench` package is not importable without the repository root on the path.
@@ -45,15 +45,21 @@ def _shown(c: Optional[Dict[str, Any]]) -> str:
     return _s(c["seconds"]) + ("" if c["correct"] else " **wrong**")
 
 
+def _row_cells(summary: Dict[Key, Dict[str, Any]], rows: Sequence[Tuple[Any, ...]],
+               methods: Sequence[str]) -> Iterator[Tuple[Tuple[Any, ...], Dict[str, Any], Dict[str, Any]]]:
+    """Each table row's cells by method, and their seconds (None where the run has none)."""
+    for row in rows:
+        cell = {m: summary.get((*row, m)) for m in methods}
+        yield row, cell, {m: (c["seconds"] if c else None) for m, c in cell.items()}
+
+
 def main_table(summary: Dict[Key, Dict[str, Any]]) -> str:
     rows = _cells(summary, METHODS)
     head = ("| fact rows | shape | distribution | change | replay s | hand MERGE s | rebuild s "
             "| incremental s | replay / hand | replay / rebuild | replay statements / commits |\n"
             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
-    for scale, shape, dist, frac in rows:
-        cell = {m: summary.get((scale, shape, dist, frac, m)) for m in METHODS}
-        secs = {m: (c["seconds"] if c else None) for m, c in cell.items()}
+    for (scale, shape, dist, frac), cell, secs in _row_cells(summary, rows, METHODS):
         changes = next(c["changes"] for c in cell.values() if c)
 
         def show(m: str) -> str:
@@ -183,9 +189,7 @@ def strategies_table(summary: Dict[Key, Dict[str, Any]]) -> str:
             "| full s | rebuild s | auto / fastest forced | auto / rebuild |\n"
             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
     lines = []
-    for scale, shape, dist, frac in rows:
-        cell = {m: summary.get((scale, shape, dist, frac, m)) for m in STRATEGIES}
-        secs = {m: (c["seconds"] if c else None) for m, c in cell.items()}
+    for (scale, shape, dist, frac), cell, secs in _row_cells(summary, rows, STRATEGIES):
         forced = [secs[m] for m in ("replay", "overwrite", "full") if secs[m] is not None]
 
         def show(m: str) -> str:

@@ -1,10 +1,14 @@
 """A throwaway local Spark + Delta session for the micro-benchmarks (apply_paths.py,
-metadata_statements.py): its warehouse and metastore in `where`, no UI, the embedded
+metadata_statements.py, outer_join.py, overwrite_paths.py): its warehouse and metastore in `where`, no UI, the embedded
 session's local-sized defaults (session_defaults.py) so the numbers carry over."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Mapping, Optional
 
 
 def scratch_session(where: str, master: str, shuffle_partitions: int,
@@ -28,3 +32,23 @@ def scratch_session(where: str, master: str, shuffle_partitions: int,
     spark = configure_spark_with_delta_pip(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def scratch(prefix: str, master: str, shuffle_partitions: int,
+            confs: Optional[Mapping[str, str]] = None) -> Iterator[Any]:
+    """A scratch session in a new temporary folder, stopped and removed on the way out."""
+    where = tempfile.mkdtemp(prefix=prefix)
+    spark = scratch_session(where, master, shuffle_partitions, confs)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def arguments(*defaults: Any) -> List[Any]:
+    """The script's command-line arguments, each of its default's type; the default where
+    one is not given."""
+    given = sys.argv[1:]
+    return [type(d)(given[i]) if i < len(given) else d for i, d in enumerate(defaults)]

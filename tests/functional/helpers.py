@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any, Dict, List
 
-from dbt.adapters.spark_batch_refresh.sql.analysis import pin_versions
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 STATE_SUFFIX = "_batch_refresh"

@@ -35,7 +35,7 @@ BATCH_MODELS = ["customer_orders", "customer_totals", "gated_orders", "orders_en
 RESPONSE_KEYS = {
     "action", "reason", "mode", "resumed", "fallback_reason", "versions_from", "versions_to",
     "rows_inserted", "rows_updated", "rows_deleted", "staged_rows", "chunks", "next_due",
-    "run_id", "rows_affected", "code", "_message",
+    "run_id", "rows_affected", "code", "_message", "strategy",
 }
 
 SHOP_SOURCE = """
@@ -231,8 +231,9 @@ class TestExampleProjectEcosystem:
         assert replay["versions_to"][orders] > replay["versions_from"][orders]
         assert (replay["rows_inserted"], replay["rows_updated"], replay["rows_deleted"]) == (2, 3, 2)
         assert replay["rows_affected"] == 7 and replay["chunks"] == 1
+        assert (replay["strategy"], replay["staged_from"]) == ("rowwise", "changes")
         (line,) = log_lines(output, "orders_enriched")
-        assert re.search(r"replay v\d+->v\d+ of orders: \+2 ~3 -2 rows in 1 chunk", line), line
+        assert re.search(r"replay \(rowwise\) v\d+->v\d+ of orders: \+2 ~3 -2 rows in 1 chunk", line), line
 
         gated = found["gated_orders"]
         assert gated["action"] == "skip" and gated["next_due"] and gated["rows_affected"] == 0
@@ -261,7 +262,7 @@ class TestExampleProjectEcosystem:
         assert "recent refreshes" in report
         history_lines = [line for line in report.split("recent refreshes")[1].splitlines()
                          if line.startswith("orders_enriched ")]
-        assert [("replay" in h, "backfill" in h) for h in history_lines] == [
+        assert [("replay" in h and "rowwise" in h, "backfill" in h) for h in history_lines] == [
             (True, False), (False, True)]
 
     # ------------------------------------------------------------------ dbt retry

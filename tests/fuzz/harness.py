@@ -207,7 +207,7 @@ class FuzzRun:
         return "mismatch", "\n".join(lines)
 
     def expected_sql(self, m: Model) -> str:
-        from dbt.adapters.spark_batch_refresh.sql.analysis import pin_versions
+        from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 
         state = self.query(
             f"select consumed from {self.project.test_schema}_batch_refresh.batch_refresh_state "

@@ -40,7 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from dbt.adapters.spark_batch_refresh.sql.analysis import pin_versions
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 from tests.lean_install import LeanInstall, write_project
 from tests.thrift.server import ThriftServer
 from tests.functional.helpers import (

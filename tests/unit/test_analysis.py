@@ -1,6 +1,7 @@
 import pytest
 
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes, pin_versions
 
 
 def test_rowwise_filter_projection():
@@ -39,17 +40,17 @@ def test_unparseable():
 
 
 def test_pin_versions():
-    out = sa.pin_versions("with c as (select * from s.t) select * from c join s.u on c.id = u.id",
+    out = pin_versions("with c as (select * from s.t) select * from c join s.u on c.id = u.id",
                           {"s.t": 3, "s.u": 7})
     assert "s.t VERSION AS OF 3" in out and "s.u VERSION AS OF 7" in out
     assert "c VERSION AS OF" not in out
 
 
 def test_over_changes_keeps_alias_and_pins_others():
-    out = sa.over_changes("select o.id from s.t as o where o.v > 1", "s.t", 4, 9)
+    out = over_changes("select o.id from s.t as o where o.v > 1", "s.t", 4, 9)
     assert "table_changes('s.t', 4, 9)" in out.lower() or "TABLE_CHANGES('s.t', 4, 9)" in out
     assert "AS o" in out
-    sql = sa.over_changes("select id from s.t", "s.t", 1, 2, change_types=("insert",))
+    sql = over_changes("select id from s.t", "s.t", 1, 2, change_types=("insert",))
     assert "'insert'" in sql and "'delete'" not in sql
 
 
@@ -83,9 +84,9 @@ def test_gap_classification():
 
 
 def test_groupable_types():
-    assert sa.groupable_type("int") and sa.groupable_type("struct<a:int,b:array<string>>")
-    assert not sa.groupable_type("map<string,int>")
-    assert not sa.groupable_type("array<map<string,int>>") and not sa.groupable_type("variant")
+    assert groupable_type("int") and groupable_type("struct<a:int,b:array<string>>")
+    assert not groupable_type("map<string,int>")
+    assert not groupable_type("array<map<string,int>>") and not groupable_type("variant")
 
 
 def test_explain_says_where_staging_comes_from():
@@ -121,8 +122,7 @@ def test_explain_says_where_staging_comes_from():
 def test_pin_versions_edits_only_the_pins_into_the_users_text():
     """Issue 31: the SQL a backfill, a full recompute and verify run is the user's, with only
     `VERSION AS OF` added (a regeneration read percentile_cont as percentile_approx)."""
-    from dbt.adapters.spark_batch_refresh.sql.analysis import pin_versions
-
+    
     sql = ("-- db.t in a comment\nwith x as (select * from `cat`.`db`.`t` t1 where a > 1)\n"
            "select k, percentile_cont(0.5) within group (order by v) as p\n"
            "from x join db.u as u on x.k = u.k join db.v VERSION AS OF 1 vv on vv.k = u.k\n"

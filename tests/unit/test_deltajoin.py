@@ -7,6 +7,7 @@ import sqlglot
 
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql
 
 
 def _derive(sql: str):
@@ -202,5 +203,5 @@ def test_a_star_asks_for_the_change_rows_without_the_feed_columns():
     assert joined.star
     plain, _ = _derive("select o.id, c.region from raw.o o join raw.c c on o.cid = c.id")
     assert not plain.star
-    text = sa.change_rows_sql("raw.o", 2, 3, dj.PLUS, ["id", "cid"])
+    text = change_rows_sql("raw.o", 2, 3, dj.PLUS, ["id", "cid"])
     assert text.startswith("SELECT `id`, `cid` FROM table_changes('raw.o', 2, 3)")

@@ -19,12 +19,13 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
-from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import USER_METADATA, SessionConfs
+from dbt.adapters.spark_batch_refresh.sql.rewrite import (
+    MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
 
 META_KEY = "batch_refresh_sidecar"
 # The sidecar version of the target's newest refresh is the newest one, or one behind after a
@@ -56,13 +57,13 @@ class SidecarUpkeep:
     def state_types(self, agg: ad.DeltaAggregate,
                     pinned: Mapping[str, int]) -> Tuple[Dict[str, str], Optional[str]]:
         """The sidecar's column types, and why delta upkeep is ruled out by them (or None)."""
-        sql = agg.state_sql(sa.pin_versions(agg.input_sql, pinned))
+        sql = agg.state_sql(pin_versions(agg.input_sql, pinned))
         types = {n: t for n, t in self._reader.describe(sql)}
         return types, agg.type_problem(types)
 
     def build(self, agg: ad.DeltaAggregate, ctx: AggRun, pinned: Mapping[str, int]) -> None:
         """The whole state from the upstream at the pinned versions (backfill, recompute)."""
-        body = agg.state_sql(sa.pin_versions(agg.input_sql, pinned))
+        body = agg.state_sql(pin_versions(agg.input_sql, pinned))
         self._run(f"CREATE SCHEMA IF NOT EXISTS {ctx.schema}")
         with SessionConfs(self._run, {USER_METADATA: _metadata(ctx)}):
             self._run(f"CREATE OR REPLACE TABLE {ctx.sidecar} USING delta TBLPROPERTIES ("
@@ -103,7 +104,7 @@ class SidecarUpkeep:
                              f"THEN 1 ELSE 0 END), 0) AS flagged FROM {new}")[0]
         if int(counts["flagged"]):
             extremes = f"{view}_extremes"
-            source = sa.pin_versions(agg.input_sql, pinned)
+            source = pin_versions(agg.input_sql, pinned)
             self._run(f"CACHE TABLE {extremes} AS\n{agg.extremes_sql(source, new)}")
             views.append(extremes)
         self._run(f"CACHE TABLE {state} AS\n{agg.final_state_sql(new, extremes)}")
@@ -126,12 +127,12 @@ class SidecarUpkeep:
         A transition upstream's changed join keys are cached first (into `views`)."""
         if agg.join is None:
             (upstream, (start, end)), = ranges.items()
-            return (sa.over_changes(agg.input_sql, upstream, start, end, sa.PLUS_CHANGES),
-                    sa.over_changes(agg.input_sql, upstream, start, end, sa.MINUS_CHANGES))
+            return (over_changes(agg.input_sql, upstream, start, end, PLUS_CHANGES),
+                    over_changes(agg.input_sql, upstream, start, end, MINUS_CHANGES))
         old = {**pinned, **{u: start - 1 for u, (start, _) in ranges.items()}}
 
         def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
-            return sa.change_rows_sql(upstream, *ranges[upstream], types)
+            return change_rows_sql(upstream, *ranges[upstream], types)
 
         for name, select in agg.join.transition_keys(agg.input_sql, view, ranges, change_rows):
             self._run(f"CACHE TABLE {name} AS\n{select}")

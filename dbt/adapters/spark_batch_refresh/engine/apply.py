@@ -12,18 +12,18 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, txn_app_id
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, OVERWRITE, REPLAY
+from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, Write, choose_write
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
     PARTITION_OVERWRITE, USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
+from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes
 
 # A commit made moments ago is among the newest few, even if maintenance committed after it.
 _VERIFY_LOOKBACK = 10
@@ -50,13 +50,16 @@ class Applier:
         """Write one chunk as one commit; the commit as the target's log recorded it."""
         confs = {USER_METADATA: commit.to_metadata(),
                  **idempotent_write(txn_app_id(req.model_id), commit.txn_version)}
-        if _overwrites(commit, config, staged):
+        write = self.write_of(req, config, staged, commit)
+        if write is Write.INSERT_OVERWRITE:
+            # Every partition replaced, whatever partitionOverwriteMode the session has:
+            # `dynamic` would keep the partitions the new rows no longer have.
             confs[PARTITION_OVERWRITE] = "static"
         counts: Dict[str, int] = {}
         conflict: Optional[DbtRuntimeError] = None
         try:
             with SessionConfs(self._run, confs):
-                counts = self._write(req, config, staged, commit)
+                counts = self._write(req, config, staged, commit, write)
         except DbtRuntimeError as exc:
             if isinstance(exc, BatchRefreshUserError) or not is_conflict(exc):
                 raise
@@ -84,13 +87,21 @@ class Applier:
             f"batch_refresh model '{req.model}': the write of refresh {commit.refresh} "
             f"(plan {commit.plan_id}, chunk {commit.chunk}) is not in the target's log")
 
+    def write_of(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                 commit: RefreshCommit) -> Write:
+        """How this commit writes (strategy.choose_write); a backfill asks the target whether
+        it can be merged in place."""
+        strategy = commit.strategy
+        return choose_write(
+            strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
+            replaceable=replaceable(staged, commit.chunks),
+            in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged))
+
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
-               commit: RefreshCommit) -> Dict[str, int]:
+               commit: RefreshCommit, write: Write) -> Dict[str, int]:
         columns = sqlgen.model_columns(name for name, _ in staged.columns)
         cols = ", ".join(sqlgen.q(c) for c in columns)
-        if commit.action == BACKFILL and self._rebuild_in_place(req, config, staged, columns):
-            return self._merge(req, config, staged, commit, columns, delete_missing=True)
-        if commit.action == BACKFILL:
+        if write is Write.CREATE:
             if req.target_kind == "other":
                 self._run(f"DROP TABLE IF EXISTS {req.target}")
                 self._run(f"DROP VIEW IF EXISTS {req.target}")
@@ -99,25 +110,18 @@ class Applier:
             self._run(f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
                       f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staged.source}")
             return {"rows_inserted": staged.rows}
-        if commit.action == OVERWRITE:
-            # The model recomputed and written in one commit; rows counted from its metrics.
+        if write is Write.INSERT_OVERWRITE:
             self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
-            return {}
-        if commit.action == REPLAY and staged.overwrite:
-            # A global aggregate: its one row (or none, under HAVING) replaces the old one.
-            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
-            return {"rows_inserted": staged.rows}
-        if commit.action == REPLAY and not config.unique_key:
+            # An overwrite's rows were not counted before (nothing staged): from its metrics.
+            return {} if commit.strategy is Strategy.OVERWRITE else {"rows_inserted": staged.rows}
+        if write is Write.APPEND:
             return self._append(req, commit, cols)
-        if commit.action == REPLAY and staged.rows == 0 and commit.chunks == 1:
+        if write is Write.MARKER:
             return self._marker(req.target, cols)
-        if not config.unique_key:
-            # Full recompute of a model without a key: overwrite keeps the table's identity.
-            self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
-            return {"rows_inserted": staged.rows}
-        if commit.action == REPLAY and replaceable(staged, commit.chunks):
+        if write is Write.REPLACE_WHERE:
             return self._replace(req, config, staged, columns)
-        return self._merge(req, config, staged, commit, columns)
+        return self._merge(req, config, staged, commit, columns,
+                           delete_missing=write is Write.MERGE_ALL)
 
     def _replace(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                  columns: List[str]) -> Dict[str, int]:
@@ -142,8 +146,8 @@ class Applier:
                 "rows_updated": staged.rows - staged.tombstones - staged.new_rows,
                 "rows_deleted": staged.tombstones}
 
-    def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
-                          columns: List[str]) -> bool:
+    def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig,
+                          staged: Staged) -> bool:
         """A rebuild (model edit, change-feed gap) of a keyed target whose columns stay as
         they are is a full-recompute MERGE, not a replaced table: the target's change feed then
         carries only the rows that really changed, so downstream models replay those rather
@@ -151,6 +155,7 @@ class Applier:
         as dbt's own materializations do (new partitioning or properties take effect)."""
         if req.target_kind != "delta" or not config.unique_key or req.full_refresh:
             return False
+        columns = sqlgen.model_columns(name for name, _ in staged.columns)
         types = {n.lower(): t.lower() for n, t in staged.columns}
         want = [(c.lower(), types.get(c.lower(), "")) for c in columns]
         have = [(n.lower(), t.lower()) for n, t in self._reader.describe(f"SELECT * FROM {req.target}")]
@@ -164,10 +169,10 @@ class Applier:
             f"{sqlgen.chunk_predicate(config.unique_key, commit.chunks, commit.chunk)})")
         merge = sqlgen.merge_staging(
             req.target, source, config.unique_key, columns,
-            delete_missing=delete_missing or commit.action == FULL,
+            delete_missing=delete_missing,
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
             guard_new_keys=staged.from_changes,
-            unordered=[n for n, t in staged.columns if not sa.groupable_type(t)],
+            unordered=[n for n, t in staged.columns if not groupable_type(t)],
             key_range=staged.key_range)
         try:
             merged = self._fetch(merge)
@@ -178,12 +183,14 @@ class Applier:
         return merge_counts(merged)
 
     def guard(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
-              action: str) -> None:
+              strategy: Strategy) -> None:
         """What a single-chunk write checks against the target before its commit step: a run
         that then loses the race to another run's commit of the same refresh is told so by
         Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
         the winner's rows."""
-        if action == REPLAY and replaceable(staged, 1) and staged.new_rows:
+        write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
+                             replaceable=replaceable(staged, 1), in_place=False)
+        if write is Write.REPLACE_WHERE and staged.new_rows:
             rows = self._fetch(sqlgen.keys_and_collisions(
                 req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
             if any(r["collides"] for r in rows):
@@ -204,7 +211,7 @@ class Applier:
     def _append(self, req: RefreshRequest, commit: RefreshCommit, cols: str) -> Dict[str, int]:
         (upstream, point), = commit.pinned.items()
         start = commit.consumed[upstream].version + 1
-        body = sa.over_changes(req.sql, upstream, start, point.version, change_types=("insert",))
+        body = over_changes(req.sql, upstream, start, point.version, change_types=("insert",))
         rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM ({body}) _br_a")
         if rows and rows[0].get("num_inserted_rows") is not None:
             return {"rows_inserted": int(rows[0]["num_inserted_rows"])}
@@ -218,15 +225,6 @@ class Applier:
 
     def drop_staging_table(self, table: str) -> None:
         self._run(f"DROP TABLE IF EXISTS {table}")
-
-
-def _overwrites(commit: RefreshCommit, config: BatchRefreshConfig, staged: Staged) -> bool:
-    """Whether _write rewrites the whole target by INSERT OVERWRITE."""
-    if commit.action == OVERWRITE:
-        return True
-    if commit.action == REPLAY:
-        return staged.overwrite
-    return commit.action == FULL and not config.unique_key
 
 
 def replaceable(staged: Staged, chunks: int) -> bool:

@@ -29,6 +29,7 @@ from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, Lease
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -79,6 +80,7 @@ class ChunkedApply:
         plan = last.plan()
         result = RefreshResult(
             action=plan.action, reason=plan.reason, mode=plan.mode, run_id=last.plan_id,
+            strategy=plan.strategy.value,
             resumed=True, fallback_reason=plan.fallback_reason,
             versions_from=plan.versions_from(), versions_to=plan.versions_to(),
             staged_rows=last.staged_rows, chunks=last.chunks)
@@ -93,7 +95,7 @@ class ChunkedApply:
                               for r in self._fetch(f"DESCRIBE QUERY SELECT * FROM {table}")]
         else:
             columns = [(r["col_name"], r["data_type"]) for r in
-                       self._fetch(f"DESCRIBE QUERY {sa.pin_versions(req.sql, plan.versions_to())}")]
+                       self._fetch(f"DESCRIBE QUERY {pin_versions(req.sql, plan.versions_to())}")]
             staged = self._stager.stage_plan(
                 req, config, analysis, plan, columns, f"_br_staging_{uuid.uuid4().hex[:12]}",
                 plan_id=last.plan_id, refresh=last.refresh, previous_plan=None)

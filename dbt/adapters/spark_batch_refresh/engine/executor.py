@@ -36,13 +36,15 @@ from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, Lease
 from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.planner import (
-    AUTO_ENV, BACKFILL, OVERWRITE, REPLAY, SKIP, ModelState, Plan, UpstreamPoint, closed_gate,
-    plan_run, rebuild_or_fail)
+    AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, plan_run, rebuild_or_fail)
+from dbt.adapters.spark_batch_refresh.plan.strategy import (
+    BACKFILL, REPLAY, SKIP, Strategy, replay_rule)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions, quote_relation
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -74,6 +76,12 @@ class _Run:
     def view(self) -> str:
         return f"_br_staging_{self.run_id}"
 
+    @property
+    def strategy(self) -> Strategy:
+        """What the refresh does: the plan's strategy, as staging carried it out."""
+        staged = self.staged.strategy if self.staged is not None else None
+        return staged or self.plan.strategy
+
     def commit(self) -> RefreshCommit:
         plan = self.plan
         return RefreshCommit(
@@ -84,7 +92,7 @@ class _Run:
             fallback_reason=plan.fallback_reason, started=self.clock, change_rows=plan.change_rows,
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
-            cost=self.memory)
+            cost=self.memory, rule=self.strategy if plan.action == REPLAY else None)
 
 
 class Refresher:
@@ -192,7 +200,10 @@ class Refresher:
         if run.plan.action == BACKFILL:
             run.plan = self._checks.backfill(run.req, run.config, run.plan)
         if not run.columns:  # the replay check may have described the model already
-            run.columns = self.reader.describe(sa.pin_versions(run.req.sql, run.plan.versions_to()))
+            run.columns = self.reader.describe(pin_versions(run.req.sql, run.plan.versions_to()))
+        if run.plan.action == REPLAY:
+            run.plan = replace(run.plan, rule=replay_rule(
+                run.analysis, run.config, run.plan.ranges(), run.columns))
         self._sync_result(run)
 
     # ---------------------------------------------------------------- stage, apply, record
@@ -202,7 +213,7 @@ class Refresher:
         try:
             chunks = self._stage_with_gap(run)
             if chunks == 1:
-                self._applier.guard(req, run.config, run.staged, run.plan.action)
+                self._applier.guard(req, run.config, run.staged, run.strategy)
                 fail_point("before_commit")
                 landed = self._applier.commit(req, run.config, run.staged, run.commit(), result)
                 run.committed = True
@@ -273,25 +284,14 @@ class Refresher:
 
     def _stage(self, run: _Run) -> int:
         """The chunk count the staged rows need."""
-        req, config, plan = run.req, run.config, run.plan
-        if plan.action == OVERWRITE:
-            # Written straight from the model at the pinned versions, as dbt's `table` is:
-            # nothing cached, no key check (the refreshes that apply by key check theirs).
-            model_sql = (sa.pin_versions(req.sql, plan.versions_to())
-                         if run.analysis.shape != "unparsed" else req.sql)
-            run.staged = Staged(f"(\n{model_sql}\n) _br_o", list(run.columns))
-            return 1
-        if plan.action == REPLAY and not config.unique_key and run.analysis.delta is None:
-            rows = self._stager.append_guard(req.model, plan)
-            run.staged = Staged("", [(c, t) for c, t in run.columns], rows=rows)
-            run.result.staged_rows = rows
-            return 1
+        config = run.config
         run.staged = self._stager.stage_plan(
-            run.req, config, run.analysis, plan, run.columns, run.view, plan_id=run.run_id,
+            run.req, config, run.analysis, run.plan, run.columns, run.view, plan_id=run.run_id,
             refresh=run.refresh, previous_plan=run.log.last.plan_id if run.log.last else None)
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
-        if plan.action == BACKFILL or not config.unique_key:
+        run.result.strategy = run.strategy.value
+        if run.strategy in (Strategy.BACKFILL, Strategy.OVERWRITE) or not config.unique_key:
             return 1
         return max(1, -(-run.staged.rows // config.merge_chunk_rows))
 
@@ -311,6 +311,7 @@ class Refresher:
     def _sync_result(self, run: _Run) -> None:
         plan, result = run.plan, run.result
         result.action, result.reason, result.mode = plan.action, plan.reason, plan.mode
+        result.strategy = plan.strategy.value
         result.fallback_reason = plan.fallback_reason
         result.versions_to = plan.versions_to() or plan.versions_from()
 
@@ -321,7 +322,7 @@ class Refresher:
         return result
 
     def _table_columns(self, relation: str) -> List[str]:
-        return [n for n, _ in self.reader.describe(f"SELECT * FROM {sa.quote_relation(relation)}")]
+        return [n for n, _ in self.reader.describe(f"SELECT * FROM {quote_relation(relation)}")]
 
 
 def _read_row(store: StateStore, model_id: str) -> Optional[StateRow]:
@@ -333,7 +334,7 @@ def _read_row(store: StateStore, model_id: str) -> Optional[StateRow]:
 
 def _result(plan: Plan) -> RefreshResult:
     return RefreshResult(
-        action=plan.action, reason=plan.reason, mode=plan.mode,
+        action=plan.action, reason=plan.reason, mode=plan.mode, strategy=plan.strategy.value,
         fallback_reason=plan.fallback_reason, versions_from=plan.versions_from(),
         versions_to=plan.versions_to() or plan.versions_from(),
         next_due=plan.next_due.isoformat(sep=" ") if plan.next_due else None)
@@ -342,7 +343,7 @@ def _result(plan: Plan) -> RefreshResult:
 def _refreshed_concurrently(run: _Run, winner: Optional[RefreshCommit]) -> RefreshResult:
     result = run.result
     by = f"run {winner.plan_id}" if winner else "another run"
-    result.action, result.mode = SKIP, "none"
+    result.action, result.mode, result.strategy = SKIP, "none", Strategy.SKIP.value
     result.reason = (f"refreshed concurrently by {by} (refresh {run.refresh}); this run wrote "
                      "nothing")
     result.refreshed_by = winner.plan_id if winner else None

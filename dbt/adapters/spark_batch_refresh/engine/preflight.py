@@ -18,9 +18,9 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.plan.gaps import RETENTION_CHECK_AGE, Gap, retention_risk
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint, rebuild_or_fail
-from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog, columns_hash
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -61,7 +61,7 @@ class Preflight:
             changed = f"the target {req.target} was changed outside batch_refresh ({log.outside})"
         else:
             # The same pinned versions whether it replays or rebuilds.
-            model_cols = self.reader.describe(sa.pin_versions(req.sql, plan.versions_to()))
+            model_cols = self.reader.describe(pin_versions(req.sql, plan.versions_to()))
             if columns_hash(model_cols) != last.columns:
                 target_cols = self.reader.describe(f"SELECT * FROM {req.target}")
                 changed = (f"the model's output columns changed ({_cols(target_cols)} -> "

@@ -64,7 +64,7 @@ def history_row(commit: RefreshCommit, result: Optional[RefreshResult], started:
     reason = commit.reason + (f"; fallback: {commit.fallback_reason}" if commit.fallback_reason else "")
     return {
         "run_id": commit.plan_id, "model_id": commit.model_id, "action": commit.action,
-        "mode": commit.mode, "reason": reason,
+        "mode": commit.mode, "strategy": commit.strategy.value, "reason": reason,
         "versions_from": json.dumps({u: p.version for u, p in commit.consumed.items()}, sort_keys=True),
         "versions_to": json.dumps({u: p.version for u, p in commit.pinned.items()}, sort_keys=True),
         "rows_inserted": result.rows_inserted if result else metric("numTargetRowsInserted", "numOutputRows"),

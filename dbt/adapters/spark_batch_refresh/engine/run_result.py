@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from dbt.adapters.spark_batch_refresh.plan.planner import NOOP, SKIP
+from dbt.adapters.spark_batch_refresh.plan.strategy import NOOP, SKIP
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
 
 
@@ -28,30 +28,39 @@ class RefreshRequest:
     force: bool
 
 
-@dataclass
-class RefreshResult:
-    action: str
-    reason: str
-    mode: str
-    run_id: Optional[str] = None
-    resumed: bool = False
-    fallback_reason: Optional[str] = None
+@dataclass(kw_only=True)
+class RefreshCounts:
+    """What a refresh moved and what it cost: the fields a result and its `adapter_response`
+    (report/response.py) share."""
+
     versions_from: Dict[str, int] = field(default_factory=dict)
     versions_to: Dict[str, int] = field(default_factory=dict)
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
     staged_rows: int = 0
-    next_due: Optional[str] = None
+    chunks: int = 0  # target commits
+    statements: int = 0  # SQL statements this refresh issued
+    writes: int = 0  # of which Delta writes (each one commit)
     duration_s: float = 0.0
-    chunks: int = 0
+
+
+@dataclass
+class RefreshResult(RefreshCounts):
+    action: str
+    reason: str
+    mode: str
+    run_id: Optional[str] = None
+    resumed: bool = False
+    fallback_reason: Optional[str] = None
+    next_due: Optional[str] = None
     # What a keyed replay recomputed its rows from: "changes" (the change feed alone, row-wise
     # models), "join" (delta join: each moved upstream's change rows, the others pinned),
     # "aggregate" (delta aggregate) or "snapshot" (the model at the pinned versions, restricted
     # to affected keys).
     staged_from: Optional[str] = None
-    statements: int = 0  # SQL statements this refresh issued
-    writes: int = 0  # of which Delta writes (each one commit)
+    # The one name of what the refresh did (plan/strategy.py): a replay's rule, or the action.
+    strategy: Optional[str] = None
     # Set when another run committed this refresh first: its plan id.
     refreshed_by: Optional[str] = None
 

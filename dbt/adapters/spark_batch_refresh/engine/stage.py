@@ -19,11 +19,11 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, REPLAY, Plan, delta_upkeep
+from dbt.adapters.spark_batch_refresh.plan.planner import Plan
+from dbt.adapters.spark_batch_refresh.plan.strategy import REPLAY_RULES, Strategy, delta_upkeep
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
-
-# Stagings netted from signed change rows (sqlgen.staging_from_changes).
-FROM_CHANGES = ("changes", "join")
+from dbt.adapters.spark_batch_refresh.sql.rewrite import (
+    MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
 
 # Key types whose min/max render as literals the MERGE can prune target files by.
 _RANGE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date")
@@ -41,12 +41,10 @@ class Staged:
     # key's type they are literals of.
     key_range: Optional[tuple[str, str]] = None
     key_type: Optional[str] = None
-    # For a replay: "changes" (row-wise), "join" (delta join), "aggregate" (delta aggregate)
-    # or "snapshot" (affected keys recomputed at the pinned versions).
-    staged_from: Optional[str] = None
+    # What the rows were computed by: the plan's strategy, or AFFECTED_KEYS where a delta
+    # aggregate's sidecar could not serve (None: a resumed run's persisted staging).
+    strategy: Optional[Strategy] = None
     extra_views: List[str] = field(default_factory=list)
-    # A global aggregate's replay: its one row replaces the target's (no key to merge by).
-    overwrite: bool = False
     # Changes-only staging of a single ranged key: its rows without an old row (new keys), and
     # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
@@ -55,10 +53,14 @@ class Staged:
     replace_keys: Optional[List[Any]] = None
 
     @property
+    def staged_from(self) -> Optional[str]:
+        return self.strategy.staged_from if self.strategy is not None else None
+
+    @property
     def from_changes(self) -> bool:
         """Netted from signed change rows (sqlgen.staging_from_changes): the staging marks the
         keys that had a row, and its MERGE guards new keys. Read from the columns, which a
-        resumed run's persisted staging has too (it knows no staged_from)."""
+        resumed run's persisted staging has too (it knows no strategy)."""
         return any(n == sqlgen.HAD_OLD for n, _ in self.columns)
 
 
@@ -73,8 +75,19 @@ class Stager:
     def stage_plan(self, req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
                    plan: Plan, columns: Columns, view: str, *, plan_id: str, refresh: int,
                    previous_plan: Optional[str]) -> Staged:
-        """Stage a refresh's plan (a first run, or a resumed one whose persisted staging is
-        gone), with the delta aggregate's sidecar run where the model keeps one."""
+        """Stage a refresh's plan by its strategy (a first run, or a resumed one whose
+        persisted staging is gone), with the delta aggregate's sidecar run where the model
+        keeps one."""
+        strategy = plan.strategy
+        if strategy is Strategy.OVERWRITE:
+            # Written straight from the model at the pinned versions, as dbt's `table` is:
+            # nothing cached, no key check (the refreshes that apply by key check theirs).
+            model_sql = (pin_versions(req.sql, plan.versions_to())
+                         if analysis.shape != "unparsed" else req.sql)
+            return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy)
+        if strategy is Strategy.APPEND:
+            rows = self.append_guard(req.model, plan)
+            return Staged("", list(columns), rows=rows, strategy=strategy)
         agg_run = None
         if analysis.delta is not None and plan.fallback_reason is None and delta_upkeep(
                 config, analysis):
@@ -87,89 +100,87 @@ class Stager:
               plan: Plan, model_columns: Columns, view: str,
               agg_run: Optional[AggRun] = None) -> Staged:
         pinned = plan.versions_to()
-        model_sql = sa.pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
+        model_sql = pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
         extra: List[str] = []
-        staged_from: Optional[str] = None
+        strategy = plan.strategy
         delta = analysis.delta if agg_run is not None else None
         types: Mapping[str, str] = {}
         if delta is not None:
             types, problem = self._upkeep.state_types(delta, pinned)
             if problem is not None:
                 delta = None  # e.g. a double sum: recompute its groups, never drift
-        if plan.action == REPLAY:
-            ranges = {u: (plan.consumed[u].version + 1, p.version) for u, p in plan.pinned.items()
-                      if p.version > plan.consumed[u].version}
-            select, staged_from = self._changes_only(sql, analysis, config, plan, ranges,
-                                                     model_columns, view, extra)
-            if select is None and delta is not None and agg_run is not None:
-                upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
-                if upkept is not None:
-                    extra += upkept.views
-                    staged_from = "aggregate"
-                    rows = delta.output_over(upkept.state)
-                    select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
-                              if config.unique_key else sqlgen.staging_full(rows, ()))
-                else:  # no sidecar matching the target: rebuild it, recompute this time
-                    self._upkeep.build(delta, agg_run, pinned)
-            if select is None and not config.unique_key:
-                select = sqlgen.staging_full(model_sql, ())  # a global aggregate, in full
-            elif select is None:
-                keys = f"{view}_keys"
-                parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
-                                             plan.versions_from(), self._table_columns)
-                # The keys are computed (and cached) on their own: one plan holding the model
-                # once per changed scan plus the model again grows past what Spark plans quickly.
-                self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
-                extra.append(keys)
-                select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
-        else:
+        ranges = plan.ranges()
+        select: Optional[str] = None
+        if strategy in (Strategy.ROWWISE, Strategy.DELTA_JOIN):
+            select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
+                                        view, extra)
+        elif strategy is Strategy.DELTA_AGGREGATE:
+            upkept = None
             if delta is not None and agg_run is not None:
-                self._upkeep.build(delta, agg_run, pinned)
+                upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
+                if upkept is None:  # no sidecar matching the target: rebuild it, recompute now
+                    self._upkeep.build(delta, agg_run, pinned)
+            if upkept is not None:
+                extra += upkept.views
+                rows = delta.output_over(upkept.state)  # type: ignore[union-attr]
+                select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
+                          if config.unique_key else sqlgen.staging_full(rows, ()))
+            else:
+                strategy = Strategy.AFFECTED_KEYS
+        elif delta is not None and agg_run is not None and strategy not in REPLAY_RULES:
+            self._upkeep.build(delta, agg_run, pinned)
+        if select is None and strategy is Strategy.AFFECTED_KEYS and not config.unique_key:
+            select = sqlgen.staging_full(model_sql, ())  # a global aggregate, in full
+        elif select is None and strategy is Strategy.AFFECTED_KEYS:
+            keys = f"{view}_keys"
+            parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
+                                         plan.versions_from(), self._table_columns)
+            # The keys are computed (and cached) on their own: one plan holding the model
+            # once per changed scan plus the model again grows past what Spark plans quickly.
+            self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
+            extra.append(keys)
+            select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
+        elif select is None:  # backfill, full recompute
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
         # Computed once into the session's cache (memory and disk), not a Delta commit.
         self._run(f"CACHE TABLE {view} AS\n{select}")
-        columns = sqlgen.staging_columns(model_columns, config.unique_key,
-                                         staged_from in FROM_CHANGES)
-        staged = Staged(view, columns, staged_from=staged_from, extra_views=extra,
-                        overwrite=plan.action == REPLAY and not config.unique_key)
+        columns = sqlgen.staging_columns(
+            model_columns, config.unique_key, strategy in (Strategy.ROWWISE, Strategy.DELTA_JOIN))
+        staged = Staged(view, columns, strategy=strategy, extra_views=extra)
         if config.unique_key:
-            self._check_keys(model, config, staged, model_columns, bounds=plan.action != BACKFILL,
-                             model_sql=model_sql if staged_from == "snapshot" else None)
+            self._check_keys(model, config, staged, model_columns,
+                             bounds=strategy is not Strategy.BACKFILL,
+                             model_sql=model_sql if strategy is Strategy.AFFECTED_KEYS else None)
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
                       plan: Plan, ranges: Mapping[str, tuple[int, int]],
-                      columns: Columns, view: str, extra: List[str]) -> Tuple[Optional[str], str]:
-        """The model's staging from its upstreams' change feeds alone, when possible, and
-        what it was staged from ("changes", "join"; "snapshot" when it was not possible).
+                      columns: Columns, view: str, extra: List[str]) -> str:
+        """The model's staging from its upstreams' change feeds alone (ROWWISE, DELTA_JOIN).
 
         The general replay recomputes the affected keys from the upstreams at the pinned
         versions, a scan that grows with the tables. A row-wise model does not need it: its new
         rows are the model over the change rows, netted (sqlgen.staging_from_changes). Nor does
         a delta join (deltajoin.py): the model over each moved upstream's change rows, the
-        others pinned, netted the same way. Output columns Spark cannot group by (maps,
-        variants) keep the general path.
+        others pinned, netted the same way.
         """
-        if not columns or any(not sa.groupable_type(t) for _, t in columns):
-            return None, "snapshot"
         names = [c for c, _ in columns]
-        if analysis.rowwise and len(ranges) == 1:
+        if plan.strategy is Strategy.ROWWISE:
             (upstream, (start, end)), = ranges.items()
-            plus = sa.over_changes(sql, upstream, start, end, sa.PLUS_CHANGES)
-            minus = sa.over_changes(sql, upstream, start, end, sa.MINUS_CHANGES)
-            return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "changes"
+            plus = over_changes(sql, upstream, start, end, PLUS_CHANGES)
+            minus = over_changes(sql, upstream, start, end, MINUS_CHANGES)
+            return sqlgen.staging_from_changes(plus, minus, names, config.unique_key)
         joined = analysis.delta_join
-        if joined is None or not config.unique_key or joined.blocker(ranges) is not None:
-            return None, "snapshot"
+        assert joined is not None  # replay_rule chose DELTA_JOIN
         # Only the table's own columns when the model has a `*` (one DESCRIBE per upstream,
         # shared by its plus and minus side).
         own = {u: self._table_columns(u) if joined.star else None for u in ranges}
 
         def change_rows(upstream: str, types: Tuple[str, ...]) -> str:
-            return sa.change_rows_sql(upstream, *ranges[upstream], types, own[upstream])
+            return change_rows_sql(upstream, *ranges[upstream], types, own[upstream])
 
         transitions = joined.transition_keys(sql, view, ranges, change_rows)
         for name, select in transitions:
@@ -179,7 +190,7 @@ class Stager:
                                    plan.versions_from(), joined.key_views(view))
         # The staging reads the netted rows once (one pass by key), so a transition term's
         # preserved side is scanned once without caching them apart.
-        return sqlgen.staging_from_changes(plus, minus, names, config.unique_key), "join"
+        return sqlgen.staging_from_changes(plus, minus, names, config.unique_key)
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
                     model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:

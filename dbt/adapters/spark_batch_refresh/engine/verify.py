@@ -16,12 +16,12 @@ from typing import Any, Dict, List, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.engine.record import Recorder
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 
 SIDE = "batch_refresh_side"
 ONLY_TARGET = "only in target"
@@ -101,7 +101,7 @@ class Verifier:
                 "the refresh-state row does not match the target's newest refresh (written "
                 "before this release, or by a run killed before its state write).", fix])
         versions = {u: p.version for u, p in last.pinned.items()}
-        return differences_sql(target, sa.pin_versions(sql, versions)), versions
+        return differences_sql(target, pin_versions(sql, versions)), versions
 
     def _refreshed_sql(self, model_id: str, fingerprint: str, state_schema: str) -> Optional[str]:
         """The compiled SQL of the refresh with this fingerprint: this invocation's own (not

@@ -21,10 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-REPLAY = "replay"
-FULL = "full"
-OVERWRITE = "overwrite"
-BACKFILL = "backfill"
+from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, OVERWRITE, REPLAY
 
 # Defaults until the model has measured its own refreshes (bench/README.md, "strategies"):
 # a replay's fixed floor (histories, staging, key check, one commit) and its cost per change row;

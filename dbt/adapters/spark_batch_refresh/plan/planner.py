@@ -11,14 +11,9 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, for
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.cost import Choice, CostMemory, choose
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap
+from dbt.adapters.spark_batch_refresh.plan.strategy import (
+    BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP, WRITING_ACTIONS, Strategy, delta_upkeep)
 
-SKIP = "skip"  # gate closed: upstreams moved, but not far enough yet
-NOOP = "noop"  # nothing moved upstream
-BACKFILL = "backfill"
-REPLAY = "replay"  # affected-key recompute from the change feed (or append, for keyless models)
-FULL = "full"  # recompute everything at the pinned versions, merge the difference
-OVERWRITE = "overwrite"  # recompute everything at the pinned versions, rewrite in one commit
-WRITING_ACTIONS = (BACKFILL, REPLAY, FULL, OVERWRITE)
 # Test and benchmark aid: "structural" makes refresh_mode='auto' replay whenever the model can
 # and recompute in full otherwise, without estimating costs (docs/development.md).
 AUTO_ENV = "BATCH_REFRESH_AUTO"
@@ -69,6 +64,18 @@ class Plan:
     # refresh_mode='auto': every candidate's estimate (cost.py) and the change's size in rows
     choice: Optional[Choice] = None
     change_rows: Optional[int] = None
+    # A replay's rule (strategy.replay_rule), set once the model's columns are known.
+    rule: Optional[Strategy] = None
+
+    @property
+    def strategy(self) -> Strategy:
+        """The one name of what this plan does (strategy.py)."""
+        return self.rule if self.action == REPLAY and self.rule else Strategy.of_action(self.action)
+
+    def ranges(self) -> Dict[str, tuple[int, int]]:
+        """The change-feed version range of each upstream that moved."""
+        return {u: (self.consumed[u].version + 1, p.version) for u, p in self.pinned.items()
+                if u in self.consumed and p.version > self.consumed[u].version}
 
     @property
     def writes(self) -> bool:
@@ -79,11 +86,6 @@ class Plan:
 
     def versions_to(self) -> Dict[str, int]:
         return {u: p.version for u, p in self.pinned.items()}
-
-
-def delta_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
-    """Whether the model replays by delta aggregation: it qualifies and opted in."""
-    return analysis.delta is not None and config.aggregate_upkeep == "delta"
 
 
 def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,

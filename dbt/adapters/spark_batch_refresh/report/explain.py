@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Mapping, Optional, Tuple
 
 from sqlglot import exp
@@ -14,7 +14,8 @@ from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan import cost
-from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, choose_mode, delta_upkeep
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, choose_mode
+from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, delta_upkeep, replay_rule
 
 
 def key_sources(sql: str, key: Tuple[str, ...]) -> Dict[str, List[str]]:
@@ -59,6 +60,15 @@ class LastRefresh:
     memory: cost.CostMemory
 
 
+_RULE_WORDS = {
+    Strategy.ROWWISE: "row-wise: the model over the change rows alone, netted",
+    Strategy.DELTA_JOIN: "delta join: the model over each moved upstream's change rows, netted",
+    Strategy.DELTA_AGGREGATE: "delta aggregate: old state + signed change rows",
+    Strategy.AFFECTED_KEYS: "affected-key replay of the change feed",
+    Strategy.APPEND: "append: keyless row-wise model, inserts only",
+}
+
+
 def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
            upstreams: List[UpstreamInfo], phase: Optional[str],
            last: Optional[LastRefresh] = None, change_rows: Optional[int] = None) -> str:
@@ -71,15 +81,11 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     lines = [f"batch_refresh explain: {model}"]
     if error:
         lines.append(f"  mode:       cannot refresh: {error}")
-    elif mode == "incremental" and delta_upkeep(config, analysis):
-        lines.append("  mode:       incremental (delta aggregate: old state + signed change rows)")
-    elif mode == "incremental" and analysis.key and analysis.delta_join is not None:
-        lines.append("  mode:       incremental (delta join: the model over each moved upstream's "
-                     "change rows, netted)")
-    elif mode == "incremental" and not analysis.key:
-        lines.append("  mode:       incremental (append: keyless row-wise model, inserts only)")
     elif mode == "incremental":
-        lines.append("  mode:       incremental (affected-key replay of the change feed)")
+        moved = [u.name for u in upstreams if u.latest is not None and u.consumed is not None
+                 and u.latest.version > u.consumed] or [u.name for u in upstreams]
+        rule = replay_rule(analysis, replace(config, unique_key=analysis.key), moved)
+        lines.append(f"  mode:       incremental ({_RULE_WORDS[rule]}; strategy {rule})")
     elif config.refresh_mode == "overwrite":
         lines.append("  mode:       overwrite (recomputed and rewritten in one commit, as a `table`; "
                      "refresh_mode='overwrite')")

@@ -7,12 +7,14 @@ from typing import Any, Dict, Mapping
 
 from dbt.adapters.contracts.connection import AdapterResponse
 
+from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshCounts
 from dbt.adapters.spark_batch_refresh.report import status as status_report
 
 
 @dataclass
-class BatchRefreshResponse(AdapterResponse):
-    """`adapter_response` of a batch_refresh node in run_results.json."""
+class BatchRefreshResponse(AdapterResponse, RefreshCounts):
+    """`adapter_response` of a batch_refresh node in run_results.json: the result's counts
+    (RefreshCounts) and its words."""
 
     # dbt writes adapter_response with omit_none: "" keeps "none" fields present in the file.
     action: str = ""
@@ -20,19 +22,10 @@ class BatchRefreshResponse(AdapterResponse):
     mode: str = ""
     resumed: bool = False
     fallback_reason: str = ""
-    versions_from: Dict[str, int] = field(default_factory=dict)
-    versions_to: Dict[str, int] = field(default_factory=dict)
-    rows_inserted: int = 0
-    rows_updated: int = 0
-    rows_deleted: int = 0
-    staged_rows: int = 0
-    chunks: int = 0
     staged_from: str = ""  # keyed replay: "changes", "join", "aggregate" or "snapshot"
+    strategy: str = ""  # plan/strategy.py: a replay's rule, or the action
     next_due: str = ""
     run_id: str = ""
-    statements: int = 0  # SQL statements the refresh issued
-    writes: int = 0  # of which Delta writes (commits)
-    duration_s: float = 0.0
 
     @classmethod
     def from_result(cls, data: Mapping[str, Any]) -> "BatchRefreshResponse":

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.plan.planner import BACKFILL, FULL, NOOP, OVERWRITE, SKIP
+from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
 NEVER_RUN = "never run"
@@ -102,7 +102,7 @@ _VERBS = {FULL: "full recompute"}
 def summary_line(data: Mapping[str, Any]) -> str:
     """The one info line a run logs: what it did and why.
 
-    `replay v12->v15 of orders: +120 ~30 -4 rows in 1 chunk (upstream moved: ...)`
+    `replay (rowwise) v12->v15 of orders: +120 ~30 -4 rows in 1 chunk (upstream moved: ...)`
     A gated skip has its own wording and says when the model is next due.
     """
     action = str(data.get("action") or "")
@@ -115,6 +115,8 @@ def summary_line(data: Mapping[str, Any]) -> str:
         return f"no-op: {reason or 'no upstream changed'}; target untouched"
     versions_to = _as_versions(data.get("versions_to"))
     verb = ("resumed " if data.get("resumed") else "") + _VERBS.get(action, action)
+    if action == REPLAY and data.get("strategy"):
+        verb += f" ({data['strategy']})"  # the replay's rule
     if action == BACKFILL:
         # A backfill reads a snapshot: only the versions it pinned matter.
         moves = version_moves({}, versions_to)
@@ -280,7 +282,7 @@ def history_rows(history: Sequence[Mapping[str, Any]],
                               _as_versions(h.get("versions_to")))
         rows.append([
             names.get(str(h.get("model_id")), h.get("model_id")), as_datetime(h.get("started_at")),
-            h.get("action"), h.get("mode"), moves,
+            h.get("action"), h.get("strategy") or "-", moves,
             f"+{h.get('rows_inserted') or 0} ~{h.get('rows_updated') or 0} "
             f"-{h.get('rows_deleted') or 0}",
             h.get("duration_s"), h.get("outcome"),
@@ -309,7 +311,7 @@ def render(models: Sequence[ModelInfo], states: Mapping[str, Mapping[str, Any]],
         parts += [
             "",
             "recent refreshes (newest first)",
-            table(["model", "started", "action", "mode", "versions", "rows", "seconds",
+            table(["model", "started", "action", "strategy", "versions", "rows", "seconds",
                    "outcome"], history_rows(history, names)) if history
             else "(no refresh recorded yet)",
         ]

@@ -22,6 +22,7 @@ from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.sql import keypath as kp
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 
 
@@ -70,32 +71,8 @@ class Analysis:
         return self.shape == "rowwise"
 
 
-def _parse(sql: str) -> exp.Expression:
-    parsed = sqlglot.parse(sql, read=DIALECT)
-    statements = [p for p in parsed if p is not None]
-    if len(statements) != 1:
-        raise ParseError(f"expected one SELECT statement, found {len(statements)}")
-    return statements[0]
-
-
-def _cte_names(tree: exp.Expression) -> set[str]:
-    return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-
-
 # Normalized `schema.table` (or `table`) for a physical relation (one home: sqltree).
 table_name = st.table_name
-
-
-def _physical_tables(tree: exp.Expression) -> List[exp.Table]:
-    ctes = _cte_names(tree)
-    tables = []
-    for table in tree.find_all(exp.Table):
-        if not table.name:
-            continue  # table-valued functions and the like
-        if not table.db and table.name.lower() in ctes:
-            continue
-        tables.append(table)
-    return tables
 
 
 def _rowwise_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[str]:
@@ -147,8 +124,8 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
 def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
     """The model recomputed in full on every refresh, its upstreams still read for gating."""
     try:
-        tree = _parse(sql)
-        upstreams = tuple(sorted({table_name(t) for t in _physical_tables(tree)}))
+        tree = st.parse(sql)
+        upstreams = tuple(sorted({table_name(t) for t in st.physical_tables(tree)}))
         normalized, shape = tree.sql(dialect=DIALECT, normalize=True), "general"
         errors = tuple(key_errors(tree, unique_key))
     except Exception:  # noqa: BLE001 -- the parser itself failed: the SQL as written
@@ -183,7 +160,7 @@ def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
 
 def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     try:
-        tree = _parse(sql)
+        tree = st.parse(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
         reason = f"the SQL parser cannot read the model: {exc}"
         return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
@@ -192,7 +169,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
         reason = "the model is not a single SELECT query"
         return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
                         incremental_reason=reason)
-    tables = _physical_tables(tree)
+    tables = st.physical_tables(tree)
     upstreams = tuple(sorted({table_name(t) for t in tables}))
     blocker = _rowwise_blocker(tree, tables)
     normalized = tree.sql(dialect=DIALECT, normalize=True)
@@ -234,8 +211,8 @@ def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> 
         return None, why
     if delta.join is not None:
         return delta, None
-    inner = _parse(delta.input_sql)
-    blocker = _rowwise_blocker(inner, _physical_tables(inner))
+    inner = st.parse(delta.input_sql)
+    blocker = _rowwise_blocker(inner, st.physical_tables(inner))
     if blocker:
         return None, f"its aggregate's input {blocker}"
     return delta, None
@@ -282,7 +259,7 @@ def affected_keys_sql(
     window read by whole partitions always gets both variants: the keys its partitions held
     before the change and the ones they hold after it.
     """
-    inlined = st.inline_ctes(_parse(sql))
+    inlined = st.inline_ctes(st.parse(sql))
     scans = st.occurrences(inlined)
     parts = []
     for occ in scans:
@@ -362,94 +339,3 @@ def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:
 def fingerprint(analysis: Analysis, parts: Mapping[str, Any]) -> str:
     payload = json.dumps({"sql": analysis.normalized_sql, **parts}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def quote_relation(name: str) -> str:
-    return ".".join(f"`{part}`" for part in name.split("."))
-
-
-def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
-    """The model as the user wrote it, with only `VERSION AS OF v` inserted after each listed
-    upstream's name: a backfill, a full recompute, a recompute of affected keys and `verify`
-    run the user's SQL, not a regeneration of it that may read differently. Where the parser
-    gives no position for a name, the model is regenerated from its tree instead."""
-    tree = _parse(sql)
-    edits: List[Tuple[int, str]] = []
-    for table in _physical_tables(tree):
-        version = versions.get(table_name(table))
-        if version is None or table.args.get("version"):
-            continue
-        end = _name_end(sql, table)
-        if end is None:
-            return _pin_regenerated(tree, versions)
-        edits.append((end, f" VERSION AS OF {int(version)}"))
-    for position, text in sorted(edits, reverse=True):
-        sql = sql[:position] + text + sql[position:]
-    return sql
-
-
-def _name_end(sql: str, table: exp.Table) -> Optional[int]:
-    """Where the table's name ends in `sql` (after its closing quote), when the parser says."""
-    name = table.this
-    if not isinstance(name, exp.Identifier):
-        return None
-    start, end = name.meta.get("start"), name.meta.get("end")
-    if start is None or end is None or sql[start:end + 1].strip("`\"").lower() != name.name.lower():
-        return None
-    return end + 1
-
-
-def _pin_regenerated(tree: exp.Expression, versions: Mapping[str, int]) -> str:
-    for table in _physical_tables(tree):
-        version = versions.get(table_name(table))
-        if version is not None and not table.args.get("version"):
-            st.pin(table, version)
-    return tree.sql(dialect=DIALECT)
-
-
-# Change rows that add an upstream row to the table, and those that take one away.
-PLUS_CHANGES = dj.PLUS
-MINUS_CHANGES = dj.MINUS
-_UNGROUPABLE = ("map<", "variant")
-
-
-def groupable_type(spark_type: str) -> bool:
-    """Whether Spark can GROUP BY a column of this type (DESCRIBE's type text)."""
-    text = spark_type.lower()
-    return not any(part in text for part in _UNGROUPABLE)
-
-
-def change_rows_sql(upstream: str, start: int, end: int, change_types: Tuple[str, ...],
-                    columns: Optional[Sequence[str]] = None) -> str:
-    """Those change rows of `upstream`; with `columns`, only the table's own columns."""
-    types = ", ".join(f"'{t}'" for t in change_types)
-    cols = ", ".join(f"`{c}`" for c in columns) if columns else "*"
-    return (
-        f"SELECT {cols} FROM table_changes('{upstream}', {start}, {end}) "
-        f"WHERE _change_type IN ({types})"
-    )
-
-
-def over_changes(
-    sql: str,
-    upstream: str,
-    start: int,
-    end: int,
-    change_types: Tuple[str, ...] = ("insert", "update_preimage", "update_postimage", "delete"),
-    pinned: Optional[Mapping[str, int]] = None,
-) -> str:
-    """The model evaluated over `upstream`'s change rows in [start, end] instead of the table.
-
-    Pre- and post-images both flow through the model, so a row-wise model yields every output
-    key that existed before or after some change: a superset of the keys whose rows changed.
-    """
-    tree = _parse(sql)
-    for table in _physical_tables(tree):
-        name = table_name(table)
-        if name == upstream:
-            alias = table.alias or table.name
-            change_sql = change_rows_sql(upstream, start, end, change_types)
-            table.replace(st.aliased(sqlglot.parse_one(change_sql, read=DIALECT), alias))
-        elif pinned and pinned.get(name) is not None and not table.args.get("version"):
-            st.pin(table, pinned[name])
-    return tree.sql(dialect=DIALECT)

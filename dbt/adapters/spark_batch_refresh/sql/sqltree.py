@@ -13,6 +13,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 import sqlglot
 from sqlglot import exp, transforms
 from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError
 
 
 class SparkBatchRefresh(Spark):
@@ -51,6 +52,32 @@ class Occurrence:
 def table_name(table: exp.Table) -> str:
     parts = [p for p in (table.catalog, table.db, table.name) if p]
     return ".".join(p.lower() for p in parts)
+
+
+def parse(sql: str) -> exp.Expression:
+    """The one statement of a model's SQL, parsed as Spark SQL."""
+    parsed = sqlglot.parse(sql, read=DIALECT)
+    statements = [p for p in parsed if p is not None]
+    if len(statements) != 1:
+        raise ParseError(f"expected one SELECT statement, found {len(statements)}")
+    return statements[0]
+
+
+def cte_names(tree: exp.Expression) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+
+
+def physical_tables(tree: exp.Expression) -> List[exp.Table]:
+    """The relations the query reads from the catalog (not its CTEs, not functions)."""
+    ctes = cte_names(tree)
+    tables = []
+    for table in tree.find_all(exp.Table):
+        if not table.name:
+            continue  # table-valued functions and the like
+        if not table.db and table.name.lower() in ctes:
+            continue
+        tables.append(table)
+    return tables
 
 
 def inline_ctes(tree: exp.Expression) -> exp.Expression:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.plan.cost import REPLAY, CostMemory, remember
+from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
+from dbt.adapters.spark_batch_refresh.plan.strategy import REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
@@ -77,6 +78,7 @@ class RefreshCommit:
     change_rows: Optional[int] = None
     estimate_s: Optional[float] = None
     cost: CostMemory = field(default_factory=CostMemory)
+    rule: Optional[Strategy] = None  # a replay's rule (Plan.rule)
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -90,9 +92,13 @@ class RefreshCommit:
     def txn_version(self) -> int:
         return txn_version(self.refresh, self.chunk)
 
+    @property
+    def strategy(self) -> Strategy:
+        return self.plan().strategy
+
     def plan(self) -> Plan:
         return Plan(action=self.action, reason=self.reason, mode=self.mode, pinned=self.pinned,
-                    consumed=self.consumed, fallback_reason=self.fallback_reason)
+                    consumed=self.consumed, fallback_reason=self.fallback_reason, rule=self.rule)
 
     def for_chunk(self, chunk: int, chunks: int) -> "RefreshCommit":
         return RefreshCommit(**{**self._fields(), "chunk": chunk, "chunks": chunks})
@@ -111,7 +117,7 @@ class RefreshCommit:
             "staged_rows": self.staged_rows, "fallback_reason": self.fallback_reason,
             "started": self.started.isoformat() if self.started else None,
             "change_rows": self.change_rows, "estimate_s": self.estimate_s,
-            "cost": self.cost.to_json(),
+            "cost": self.cost.to_json(), "strategy": self.strategy.value,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -142,6 +148,7 @@ class RefreshCommit:
             fallback_reason=data.get("fallback_reason"),
             started=_time(data.get("started")), change_rows=_int(data.get("change_rows")),
             estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
+            rule=_rule(data.get("strategy")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=metrics if isinstance(metrics, Mapping) else {},
         )
@@ -161,6 +168,15 @@ class RefreshCommit:
     def output_rows(self) -> Optional[int]:
         """Rows a rewrite (backfill, overwrite) wrote, from its commit metrics."""
         return _int(self.metrics.get("numOutputRows")) if self.metrics else None
+
+
+def _rule(value: Any) -> Optional[Strategy]:
+    """A replay rule from metadata (None: absent, or written by a version that knew other
+    rules)."""
+    try:
+        return Strategy(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _time(value: Any) -> Optional[datetime]:

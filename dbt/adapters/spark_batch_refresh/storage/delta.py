@@ -9,13 +9,13 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
 from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
+from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
 
 # How far back a run looks for its own last commit when the newest one is not a refresh's
 # (table maintenance, or a write by someone else).
@@ -60,7 +60,7 @@ class DeltaReader:
 
     def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
         """Latest version and commit time, or None for a relation that is not a Delta table."""
-        relation = sa.quote_relation(upstream)
+        relation = quote_relation(upstream)
         try:
             rows = self.history(relation, HISTORY_WINDOW)
         except DbtRuntimeError as exc:
@@ -99,7 +99,7 @@ class DeltaReader:
         """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
         found = {}
         for upstream in upstreams:
-            rows = self._fetch(f"DESCRIBE DETAIL {sa.quote_relation(upstream)}")
+            rows = self._fetch(f"DESCRIBE DETAIL {quote_relation(upstream)}")
             detail = rows[0] if rows else {}
             found[upstream] = (detail.get("id"), props_dict(detail.get("properties")))
         return found
@@ -121,7 +121,7 @@ class DeltaReader:
             stamp = raw_time(recent, span - 1)
             if stamp is not None and int(recent[span - 1]["version"]) == seen.version:
                 return stamp == seen.timestamp
-        for row in self.history(sa.quote_relation(upstream), span):
+        for row in self.history(quote_relation(upstream), span):
             if int(row["version"]) == seen.version:
                 return as_datetime(row["timestamp"]) == seen.timestamp
         return None
@@ -167,7 +167,7 @@ class DeltaReader:
 
     def properties(self, upstream: str) -> Dict[str, str]:
         """Table properties, from the snapshot's metadata only (no state rebuilt)."""
-        rows = self._fetch(f"SHOW TBLPROPERTIES {sa.quote_relation(upstream)}")
+        rows = self._fetch(f"SHOW TBLPROPERTIES {quote_relation(upstream)}")
         return {str(r["key"]): str(r["value"]) for r in rows}
 
     def history(self, relation: str, limit: int) -> List[Dict[str, Any]]:

@@ -53,7 +53,7 @@ _HISTORY_COLUMNS = """
   run_id STRING, model_id STRING, relation STRING, action STRING, mode STRING,
   reason STRING, versions_from STRING, versions_to STRING, rows_inserted BIGINT,
   rows_updated BIGINT, rows_deleted BIGINT, staged_rows BIGINT, started_at TIMESTAMP,
-  finished_at TIMESTAMP, duration_s DOUBLE, outcome STRING, message STRING"""
+  finished_at TIMESTAMP, duration_s DOUBLE, outcome STRING, message STRING, strategy STRING"""
 # Bookkeeping tables do not need a change feed; keep them small and cheap to update.
 _PROPS = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
 

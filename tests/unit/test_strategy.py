@@ -1,0 +1,95 @@
+"""The strategy is one value: the replay rule from the analysis, the write from the strategy,
+and both carried through the commit's metadata (pure, no Spark)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime
+
+import pytest
+
+from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
+from dbt.adapters.spark_batch_refresh.plan.strategy import (
+    REPLAY, REPLAY_RULES, Strategy, Write, choose_write, replay_rule)
+from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
+
+INTS = [("id", "int"), ("v", "bigint")]
+
+
+def _rule(sql: str, key: tuple = (), upkeep: str = "recompute", moved=("raw.a",), columns=None):
+    analysis = sa.analyze(sql, list(key))
+    config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
+    return replay_rule(analysis, config, moved, columns)
+
+
+def test_replay_rule_per_shape():
+    rowwise = "select id, v * 2 as v from raw.a where v > 0"
+    assert _rule(rowwise, ("id",)) is Strategy.ROWWISE
+    assert _rule(rowwise) is Strategy.APPEND  # no key: inserts appended
+    join = "select a.id, b.name from raw.a a join raw.b b on a.bid = b.id"
+    assert _rule(join, ("id",), moved=("raw.a", "raw.b")) is Strategy.DELTA_JOIN
+    agg = "select g, sum(v) as s, count(*) as n from raw.a group by g"
+    assert _rule(agg) is Strategy.AFFECTED_KEYS
+    assert _rule(agg, upkeep="delta") is Strategy.DELTA_AGGREGATE
+    window = "select id, row_number() over (partition by g order by v) as r from raw.a"
+    assert _rule(window, ("id",)) is Strategy.AFFECTED_KEYS
+
+
+def test_ungroupable_output_columns_keep_the_recompute():
+    rowwise = "select id, v from raw.a"
+    assert _rule(rowwise, ("id",), columns=INTS) is Strategy.ROWWISE
+    assert _rule(rowwise, ("id",), columns=[("id", "int"), ("v", "map<string,int>")]) \
+        is Strategy.AFFECTED_KEYS
+
+
+@pytest.mark.parametrize("strategy, keyed, rows, replaceable, in_place, write", [
+    (Strategy.BACKFILL, True, 5, False, False, Write.CREATE),
+    (Strategy.BACKFILL, True, 5, False, True, Write.MERGE_ALL),
+    (Strategy.OVERWRITE, True, 0, False, False, Write.INSERT_OVERWRITE),
+    (Strategy.APPEND, False, 3, False, False, Write.APPEND),
+    (Strategy.DELTA_AGGREGATE, False, 1, False, False, Write.INSERT_OVERWRITE),  # global agg
+    (Strategy.FULL, False, 9, False, False, Write.INSERT_OVERWRITE),
+    (Strategy.ROWWISE, True, 0, False, False, Write.MARKER),
+    (Strategy.ROWWISE, True, 4, True, False, Write.REPLACE_WHERE),
+    (Strategy.AFFECTED_KEYS, True, 4, False, False, Write.MERGE),
+    (Strategy.FULL, True, 4, True, False, Write.MERGE_ALL),
+])
+def test_choose_write(strategy, keyed, rows, replaceable, in_place, write):
+    assert choose_write(strategy, keyed=keyed, chunks=1, rows=rows, replaceable=replaceable,
+                        in_place=in_place) is write
+
+
+def test_several_chunks_of_nothing_still_merge():
+    assert choose_write(Strategy.ROWWISE, keyed=True, chunks=2, rows=0, replaceable=False,
+                        in_place=False) is Write.MERGE
+
+
+def test_a_strategy_is_its_value_in_text_json_and_dicts():
+    assert str(Strategy.DELTA_JOIN) == f"{Strategy.DELTA_JOIN}" == "delta_join"
+    assert json.dumps({"s": Strategy.ROWWISE}) == '{"s": "rowwise"}'
+    assert {"rowwise": 1}[Strategy.ROWWISE] == 1 and Strategy("append") is Strategy.APPEND
+    assert {s.action for s in REPLAY_RULES} == {REPLAY}
+    assert Strategy.AFFECTED_KEYS.staged_from == "snapshot" and Strategy.FULL.staged_from is None
+
+
+def test_plan_and_commit_carry_the_rule():
+    t = datetime(2030, 1, 1)
+    plan = Plan("replay", "upstream moved", "incremental", pinned={"a": UpstreamPoint(3, t)},
+                consumed={"a": UpstreamPoint(1, t)})
+    assert plan.strategy is Strategy.AFFECTED_KEYS and plan.ranges() == {"a": (2, 3)}
+    assert replace(plan, rule=Strategy.ROWWISE).strategy is Strategy.ROWWISE
+    assert replace(plan, action="overwrite", rule=Strategy.ROWWISE).strategy is Strategy.OVERWRITE
+    commit = RefreshCommit(
+        model_id="m", refresh=2, plan_id="p", run_id="p", action="replay", mode="incremental",
+        reason="r", fingerprint="f", columns="c", pinned=plan.pinned, consumed=plan.consumed,
+        rule=Strategy.DELTA_JOIN)
+    entry = {"version": 4, "timestamp": t, "userMetadata": commit.to_metadata()}
+    back = RefreshCommit.from_history(entry, "m")
+    assert back is not None and back.strategy is Strategy.DELTA_JOIN
+    older = json.loads(commit.to_metadata())
+    older["strategy"] = "partition_recompute"  # a rule this version does not know
+    back = RefreshCommit.from_history({**entry, "userMetadata": json.dumps(older)}, "m")
+    assert back is not None and back.strategy is Strategy.AFFECTED_KEYS
