@@ -125,6 +125,7 @@ def test_one_history_read_per_moved_upstream() -> None:
     assert asked == [f"DESCRIBE HISTORY `s`.`t` LIMIT {HISTORY_WINDOW}"]
     newest = HISTORY_WINDOW + 10
     asked.clear()
+    reader = DeltaReader(fetch)  # a new invocation: its histories are read afresh
     latest = reader.latest_point("s.t")
     assert reader.same_table("s.t", UpstreamPoint(3, datetime(2026, 11, 24, 4)), newest) is True
     assert asked[1] == f"DESCRIBE HISTORY `s`.`t` LIMIT {newest - 3 + 1}"
@@ -160,3 +161,32 @@ def test_a_time_delta_may_have_shifted_is_read_again_where_it_is_exact() -> None
     asked.clear()
     assert reader.same_table("s.t", UpstreamPoint(3, datetime(2026, 11, 24, 4)), 5)
     assert asked == []  # the window's oldest row
+
+
+def test_histories_are_shared_until_dbt_may_have_written() -> None:
+    """Readers of one invocation share an upstream's history; a statement of dbt's that may
+    write (a hook, another materialization) forgets it; read-only ones do not."""
+    from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader, SharedHistories
+
+    asked = []
+
+    def fetch(sql: str):
+        asked.append(sql)
+        return [{"version": 4, "timestamp": "2026-11-24 04:00:00"}]
+
+    shared = SharedHistories()
+    assert DeltaReader(fetch, shared).latest_point("s.t").version == 4
+    assert DeltaReader(fetch, shared).latest_point("S.T").version == 4  # another model
+    assert len(asked) == 1
+    DeltaReader(fetch, shared).read_after_commit("`s`.`u`")  # a refresh's own target
+    DeltaReader(fetch, shared).latest_point("s.u")  # its child plans from that read
+    assert len(asked) == 2
+    for read_only in ("select 1", "/* dbt */ show tables", "\n  describe s.t", "SET a=b"):
+        shared.saw(read_only)
+        DeltaReader(fetch, shared).latest_point("s.t")
+    assert len(asked) == 2
+    for writing in ("insert into s.t values (1)", "/* {} */ merge into s.t", "with x as "
+                    "(select 1) insert into s.t select * from x", "-- c\ncreate table s.v as select 1"):
+        shared.saw(writing)
+        DeltaReader(fetch, shared).latest_point("s.t")
+    assert len(asked) == 6

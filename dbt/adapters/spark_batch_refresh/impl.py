@@ -10,6 +10,7 @@ import agate
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
 from dbt.adapters.base.meta import available
 from dbt.adapters.base.relation import BaseRelation, InformationSchema
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import SparkConnectionMethod
@@ -32,6 +33,7 @@ from dbt.adapters.spark_batch_refresh.storage import endpoint
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
+from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -47,6 +49,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         super().__init__(*args, **kwargs)
         # The state and history rows of this invocation's refreshes, written at its end.
         self._recorder = Recorder()
+        # Upstream histories read once per invocation (storage/delta.py SharedHistories).
+        self._histories = SharedHistories()
 
     @classmethod
     def get_adapter_run_info(cls, config: Any) -> AdapterTrackingRelationInfo:
@@ -79,7 +83,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
 
     def _refresher(self) -> Refresher:
         self._use_endpoint()
-        return Refresher(self._fetch_dicts, self._run_sql, self._recorder)
+        return Refresher(self._fetch_dicts, self._run_sql, self._recorder, self._histories)
 
     def _use_endpoint(self) -> None:
         """This target's Spark is the one whose clock (and time zone) times are compared on
@@ -116,9 +120,18 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         data["summary"] = status_report.summary_line(data)
         return BatchRefreshResponse.from_result(data), data
 
+    def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False,
+                limit: Optional[int] = None) -> Tuple[AdapterResponse, Any]:
+        """dbt's own statements (hooks, other materializations, seeds): one that may write
+        makes the refreshes read upstream histories afresh."""
+        self._histories.saw(sql)
+        return super().execute(sql, auto_begin=auto_begin, fetch=fetch, limit=limit)
+
     def cleanup_connections(self) -> None:
         """The end of a dbt invocation: write the refresh-state and history rows of every
-        model it refreshed (one commit each), then close the connections."""
+        model it refreshed (one commit each), forget the histories it read, then close the
+        connections."""
+        self._histories.clear()
         if self._recorder.pending():
             try:
                 with self.connection_named("batch_refresh_record"):

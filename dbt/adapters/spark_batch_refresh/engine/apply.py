@@ -25,8 +25,6 @@ from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
 from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes
 
-# A commit made moments ago is among the newest few, even if maintenance committed after it.
-_VERIFY_LOOKBACK = 10
 # A changes-only staging of at most this many keys is applied by REPLACE WHERE, its keys as
 # literals (Delta takes no subquery there), rather than by MERGE: at 10M rows and 10,000
 # changed keys spread over the table, 7.4 s against the MERGE's 15.7 s (bench/apply_paths.py).
@@ -73,7 +71,7 @@ class Applier:
 
     def _landed(self, req: RefreshRequest, commit: RefreshCommit,
                 conflict: Optional[DbtRuntimeError]) -> RefreshCommit:
-        entries = self._reader.history(req.target, _VERIFY_LOOKBACK)
+        entries = self._reader.read_after_commit(req.target)
         for entry in entries:
             found = RefreshCommit.from_history(entry, req.model_id)
             if found is not None and found.plan_id == commit.plan_id and found.chunk == commit.chunk:

@@ -26,7 +26,7 @@ from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRef
 from dbt.adapters.spark_batch_refresh.engine.chunks import ChunkedApply, lease_error
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, columns_hash
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
-from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader
+from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader, SharedHistories
 from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
@@ -96,11 +96,13 @@ class _Run:
 
 
 class Refresher:
-    def __init__(self, fetch: Fetch, run: Run, recorder: Recorder) -> None:
+    def __init__(self, fetch: Fetch, run: Run, recorder: Recorder,
+                 histories: Optional[SharedHistories] = None) -> None:
         self._recorder = recorder  # the invocation's, written once at its end (record.py)
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
-        self.reader = DeltaReader(self._fetch)
+        # The invocation's upstream histories, shared with the other models' refreshes.
+        self.reader = DeltaReader(self._fetch, histories)
         self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
                               SidecarUpkeep(self._fetch, self._run, self.reader))
         self._applier = Applier(self._fetch, self._run, self.reader)

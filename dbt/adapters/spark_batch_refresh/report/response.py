@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any, Dict, Mapping
+from dataclasses import MISSING, Field, dataclass, fields
+from typing import Any, Mapping
 
 from dbt.adapters.contracts.connection import AdapterResponse
 

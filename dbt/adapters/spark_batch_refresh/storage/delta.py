@@ -4,6 +4,7 @@ the target's log, and a query's output columns."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional
 
@@ -52,17 +53,62 @@ def raw_time(rows: List[Dict[str, Any]], i: int) -> Optional[datetime]:
     return None if stamp - as_datetime(rows[i + 1]["timestamp"]) == _SHIFT else stamp
 
 
+# Statements that cannot change a table: after any other statement of dbt's (a hook, another
+# materialization, a seed) the invocation's shared histories may be stale.
+_READ_ONLY = ("select", "show", "describe", "desc", "explain", "set", "reset", "use",
+              "cache", "uncache", "refresh", "list")
+_FIRST_WORD = re.compile(r"(?:\s|\(|/\*.*?\*/|--[^\n]*\n)*([A-Za-z]+)", re.S)
+
+
+def _relation_key(relation: str) -> str:
+    return relation.replace("`", "").lower()
+
+
+class SharedHistories:
+    """The newest commits of each relation, read once per dbt invocation and shared by every
+    model that reads it (a DAG of 20 models over one source reads its history once), and
+    handed from a refresh's read after its commit to the models downstream of it.
+
+    A read older than the relation is still a consistent point to pin: a model that plans from
+    it consumes that version and the next run takes the rest. But dbt's DAG promises a model
+    its parents' writes, so any statement of dbt's that may write (a hook, a `table` model, a
+    seed) forgets everything, and the adapter forgets everything when the invocation ends."""
+
+    def __init__(self) -> None:
+        self._rows: Dict[str, List[Dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, relation: str) -> Optional[List[Dict[str, Any]]]:
+        with self._lock:
+            return self._rows.get(_relation_key(relation))
+
+    def put(self, relation: str, rows: List[Dict[str, Any]]) -> None:
+        with self._lock:
+            self._rows[_relation_key(relation)] = rows
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+    def saw(self, sql: str) -> None:
+        """A statement issued outside the refreshes: forget everything unless it only reads."""
+        match = _FIRST_WORD.match(sql)
+        if match is None or match.group(1).lower() not in _READ_ONLY:
+            self.clear()
+
+
 class DeltaReader:
-    def __init__(self, fetch: Fetch) -> None:
+    def __init__(self, fetch: Fetch, shared: Optional[SharedHistories] = None) -> None:
         self._fetch = fetch
         # upstream -> its newest commits as latest_point read them (newest first)
         self._recent: Dict[str, List[Dict[str, Any]]] = {}
+        self._shared = shared if shared is not None else SharedHistories()
 
     def latest_point(self, upstream: str) -> Optional[UpstreamPoint]:
         """Latest version and commit time, or None for a relation that is not a Delta table."""
         relation = quote_relation(upstream)
         try:
-            rows = self.history(relation, HISTORY_WINDOW)
+            rows = self.recent_commits(upstream)
         except DbtRuntimeError as exc:
             text = str(exc)
             if "DELTA_ONLY_OPERATION" in text or "not a Delta table" in text or "is a view" in text:
@@ -172,6 +218,21 @@ class DeltaReader:
 
     def history(self, relation: str, limit: int) -> List[Dict[str, Any]]:
         return self._fetch(f"DESCRIBE HISTORY {relation} LIMIT {int(limit)}")
+
+    def recent_commits(self, relation: str) -> List[Dict[str, Any]]:
+        """The relation's newest HISTORY_WINDOW commits, as this invocation last read them."""
+        rows = self._shared.get(relation)
+        if rows is None:
+            rows = self.history(quote_relation(relation), HISTORY_WINDOW)
+            self._shared.put(relation, rows)
+        return rows
+
+    def read_after_commit(self, target: str) -> List[Dict[str, Any]]:
+        """The target's newest commits right after this refresh's write, kept for the models
+        downstream of it in this invocation (their read of it would return the same)."""
+        rows = self.history(target, HISTORY_WINDOW)
+        self._shared.put(target, rows)
+        return rows
 
     def target_log(self, target: str, model_id: str) -> TargetLog:
         """The model's newest refresh commit: one history row when it is the newest commit
