@@ -93,3 +93,17 @@ def test_plan_and_commit_carry_the_rule():
     older["strategy"] = "partition_recompute"  # a rule this version does not know
     back = RefreshCommit.from_history({**entry, "userMetadata": json.dumps(older)}, "m")
     assert back is not None and back.strategy is Strategy.AFFECTED_KEYS
+
+
+def test_run_values_leave_the_fingerprint_alone():
+    sql = "select id, '{t}' as loaded_at, '{i}' as loaded_by from raw.a"
+    one = sql.format(t="2026-11-25 18:30:00.123456+00:00", i="0d8f7c1e-aaaa-bbbb-cccc-1234567890ab")
+    two = sql.format(t="2026-11-26 07:00:00.000001+00:00", i="5e0c2a9b-dddd-eeee-ffff-0987654321ba")
+    first = sa.fingerprint(sa.analyze(one), {}, ("2026-11-25 18:30:00.123456+00:00",
+                                                 "0d8f7c1e-aaaa-bbbb-cccc-1234567890ab"))
+    second = sa.fingerprint(sa.analyze(two), {}, ("2026-11-26 07:00:00.000001+00:00",
+                                                  "5e0c2a9b-dddd-eeee-ffff-0987654321ba"))
+    assert first == second
+    assert sa.fingerprint(sa.analyze(one), {}) != sa.fingerprint(sa.analyze(two), {})
+    edited = one.replace("raw.a", "raw.b")
+    assert sa.fingerprint(sa.analyze(edited), {}, ("2026-11-25 18:30:00.123456+00:00",)) != first

@@ -109,11 +109,13 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         state_schema: str,
         full_refresh: bool,
         force: bool,
+        run_values: Optional[List[str]] = None,
     ) -> tuple[BatchRefreshResponse, Dict[str, Any]]:
         request = RefreshRequest(
             model=model, model_id=model_id, target=target, sql=sql, raw_config=dict(raw_config),
             target_options=target_options, target_kind=target_kind, state_schema=state_schema,
             full_refresh=bool(full_refresh), force=bool(force),
+            run_values=tuple(str(v) for v in run_values or ()),
         )
         result = self._refresher().refresh(request)
         data = dict(result.to_dict())

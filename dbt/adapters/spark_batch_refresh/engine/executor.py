@@ -122,7 +122,7 @@ class Refresher:
                  waiter: LeaseWait) -> RefreshResult:
         now, clock = current_time(), measuring_time()
         analysis = sa.analyze(req.sql, config.unique_key)
-        fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts())
+        fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"

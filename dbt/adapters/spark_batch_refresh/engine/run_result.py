@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh.plan.strategy import NOOP, SKIP
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
@@ -26,6 +26,10 @@ class RefreshRequest:
     state_schema: str
     full_refresh: bool
     force: bool
+    # This invocation's run_started_at and invocation_id as the model may render them: not
+    # part of the model's fingerprint (a model writing them into audit columns is not edited
+    # by every run).
+    run_values: Tuple[str, ...] = ()
 
 
 @dataclass(kw_only=True)

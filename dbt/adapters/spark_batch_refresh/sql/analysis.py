@@ -336,6 +336,17 @@ def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:
     return errors
 
 
-def fingerprint(analysis: Analysis, parts: Mapping[str, Any]) -> str:
-    payload = json.dumps({"sql": analysis.normalized_sql, **parts}, sort_keys=True)
+# Shorter run values could match ordinary text of the model.
+_RUN_VALUE_MIN = 8
+
+
+def fingerprint(analysis: Analysis, parts: Mapping[str, Any],
+                run_values: Sequence[str] = ()) -> str:
+    """The model's identity across runs: its normalised SQL and result-shaping configs, with
+    the invocation's own values (run_started_at, invocation_id, rendered into audit columns)
+    replaced by a placeholder, so a model that writes them is not 'changed' by every run."""
+    sql = analysis.normalized_sql
+    for value in sorted({v for v in run_values if len(v) >= _RUN_VALUE_MIN}, key=len, reverse=True):
+        sql = sql.replace(value, "<run value>")
+    payload = json.dumps({"sql": sql, **parts}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]

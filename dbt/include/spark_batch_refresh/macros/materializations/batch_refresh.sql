@@ -35,7 +35,8 @@
         target_kind=target_kind,
         state_schema=spark_batch_refresh__state_schema(),
         full_refresh=should_full_refresh(),
-        force=var('batch_refresh_force', false)) -%}
+        force=var('batch_refresh_force', false),
+        run_values=spark_batch_refresh__run_values()) -%}
   {%- set response = outcome[0] -%}
   {%- set result = outcome[1] -%}
   {% do store_result('main', response=response) %}
@@ -81,6 +82,14 @@
     {{ comment_clause() }}
   {%- endset -%}
   {{ return(clauses | trim) }}
+{%- endmacro %}
+
+
+{% macro spark_batch_refresh__run_values() -%}
+  {#- This invocation's values as a model may render them into audit columns: the refresh
+      leaves them out of the model's fingerprint, so they do not rebuild it every run. -#}
+  {{ return([run_started_at | string, run_started_at.isoformat(),
+             run_started_at.strftime('%Y-%m-%d %H:%M:%S'), invocation_id]) }}
 {%- endmacro %}
 
 
