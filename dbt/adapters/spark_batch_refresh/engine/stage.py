@@ -20,7 +20,7 @@ from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
-from dbt.adapters.spark_batch_refresh.plan.strategy import REPLAY_RULES, Strategy, delta_upkeep
+from dbt.adapters.spark_batch_refresh.plan.strategy import NETTED, REPLAY_RULES, Strategy, delta_upkeep
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
     MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
@@ -111,7 +111,7 @@ class Stager:
                 delta = None  # e.g. a double sum: recompute its groups, never drift
         ranges = plan.ranges()
         select: Optional[str] = None
-        if strategy in (Strategy.ROWWISE, Strategy.DELTA_JOIN):
+        if strategy in NETTED:
             select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
                                         view, extra)
         elif strategy is Strategy.DELTA_AGGREGATE:
@@ -146,7 +146,7 @@ class Stager:
         # Computed once into the session's cache (memory and disk), not a Delta commit.
         self._run(f"CACHE TABLE {view} AS\n{select}")
         columns = sqlgen.staging_columns(
-            model_columns, config.unique_key, strategy in (Strategy.ROWWISE, Strategy.DELTA_JOIN))
+            model_columns, config.unique_key, strategy in NETTED)
         staged = Staged(view, columns, strategy=strategy, extra_views=extra)
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,

@@ -66,6 +66,9 @@ class Strategy(_Named):
 
 REPLAY_RULES = frozenset({Strategy.ROWWISE, Strategy.DELTA_JOIN, Strategy.DELTA_AGGREGATE,
                           Strategy.AFFECTED_KEYS, Strategy.APPEND})
+# The rules that stage signed change rows netted by key (sqlgen.staging_from_changes): their
+# staging marks the keys that had a row, and its apply guards new keys.
+NETTED = frozenset({Strategy.ROWWISE, Strategy.DELTA_JOIN})
 _STAGED_FROM = {Strategy.ROWWISE: "changes", Strategy.DELTA_JOIN: "join",
                 Strategy.DELTA_AGGREGATE: "aggregate", Strategy.AFFECTED_KEYS: "snapshot"}
 
