@@ -10,6 +10,7 @@ not a JVM start and cold planning per command (bench/README.md, "Cost floor", fo
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import sys
@@ -35,12 +36,19 @@ STEPS = [
 
 
 def main() -> int:
-    os.chdir(PROJECT)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--project-dir", type=Path, default=PROJECT)
+    parser.add_argument("--profiles-dir", type=Path, default=PROJECT.parent / "profiles")
+    parser.add_argument("--target", help="a profile output, e.g. `connect` (profiles/profiles.yml)")
+    args = parser.parse_args()
+    project = args.project_dir.resolve()
+    os.chdir(project)
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     for generated in (".batch_refresh", "target", "logs"):  # start clean every time
-        shutil.rmtree(PROJECT / generated, ignore_errors=True)
+        shutil.rmtree(project / generated, ignore_errors=True)
     runner = dbtRunner()
-    common: List[str] = ["--profiles-dir", str(PROJECT.parent / "profiles")]
+    common: List[str] = ["--profiles-dir", str(args.profiles_dir.resolve())]
+    common += ["--target", args.target] if args.target else []
     for title, args in STEPS:
         print(f"\n==> {title}", flush=True)
         started = time.monotonic()

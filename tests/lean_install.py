@@ -26,6 +26,11 @@ class LeanInstall:
     def run(self, code: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(self.python), "-c", code], capture_output=True, text=True)
 
+    def script(self, path: Path, args: List[str], cwd: Path) -> subprocess.CompletedProcess:
+        env: Dict[str, str] = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+        return subprocess.run([str(self.python), str(path), *args], capture_output=True,
+                              text=True, env=env, cwd=cwd, timeout=900)
+
     def dbt(self, project: Path, args: List[str]) -> subprocess.CompletedProcess:
         env: Dict[str, str] = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
         return subprocess.run(
@@ -34,7 +39,8 @@ class LeanInstall:
             capture_output=True, text=True, env=env, cwd=project, timeout=600)
 
 
-def build(where: Path) -> LeanInstall:
+def build(where: Path, extras: str = "") -> LeanInstall:
+    """`extras` as pip writes them after the wheel, e.g. "[connect]"."""
     dist = where / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(ROOT)],
@@ -45,7 +51,7 @@ def build(where: Path) -> LeanInstall:
     env_dir = where / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{wheel}{extras}"], check=True)
     return LeanInstall(wheel, python)
 
 

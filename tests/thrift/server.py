@@ -292,30 +292,43 @@ def _await(server: ThriftServer, what: str, ready) -> None:
         time.sleep(0.25)
 
 
+# The server applications this module starts: the main class spark-submit runs and the
+# arguments that bind it to 127.0.0.1 on the given port (the Spark Connect server reads its
+# binding from confs, the Thrift Server from hiveconfs).
+THRIFT_SERVER = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def _binding(main_class: str, port: int) -> List[str]:
+    if main_class == CONNECT_SERVER:
+        return ["--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+                "--conf", f"spark.connect.grpc.binding.port={port}"]
+    return ["--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+            "--hiveconf", f"hive.server2.thrift.port={port}"]
+
+
 def start(base: Optional[Path] = None, dist: Optional[SparkDistribution] = None,
-          cluster: bool = True) -> ThriftServer:
-    """The Thrift Server, on a standalone cluster of its own (`cluster`) or in `local[1]`."""
+          cluster: bool = True, main_class: str = THRIFT_SERVER) -> ThriftServer:
+    """The Thrift Server (or, by `main_class`, the Spark Connect server), on a standalone
+    cluster of its own (`cluster`) or in `local[1]`."""
     dist = dist or installed_distribution()
     owned = base is None
-    base = base or Path(tempfile.mkdtemp(prefix="thrift-server-", dir="/tmp"))
+    base = base or Path(tempfile.mkdtemp(prefix="spark-server-", dir="/tmp"))
     base.mkdir(parents=True, exist_ok=True)
     master_port, webui = _free_port(), _free_port()
     master = f"spark://127.0.0.1:{master_port}" if cluster else LOCAL_CONFS["spark.master"]
     server = ThriftServer("127.0.0.1", _free_port(), base, master, webui, owns_base=owned)
+    name = "connect-server" if main_class == CONNECT_SERVER else "thrift-server"
     try:
         if cluster:
             _start_cluster(server, dist, master_port)
-        cmd = [
-            "nice", "-n", "10", str(dist.bin / "spark-submit"),
-            "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-            "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
-            "--hiveconf", f"hive.server2.thrift.port={server.port}",
-        ]
+        cmd = ["nice", "-n", "10", str(dist.bin / "spark-submit"), "--class", main_class,
+               *_binding(main_class, server.port)]
         for key, value in server_confs(base, master, dist.delta_jars).items():
             cmd += ["--conf", f"{key}={value}"]
         cmd.append("spark-internal")
-        server.processes.append(_Process.launch("thrift-server", cmd, base, dist))
-        _await(server, "starting the Thrift Server", lambda: _listening(server.port))
+        server.processes.append(_Process.launch(name, cmd, base, dist))
+        _await(server, f"starting the {name}", lambda: _listening(server.port))
     except BaseException:
         server.stop()
         raise

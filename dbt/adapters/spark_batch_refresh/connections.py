@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone, tzinfo
 from importlib import metadata
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
     SparkConnectionManager,
-    SparkConnectionMethod,
     SparkCredentials,
 )
 
@@ -33,8 +36,19 @@ from dbt.adapters.spark_batch_refresh.embedded.jar_cache import (
 logger = AdapterLogger("SparkBatchRefresh")
 
 
+class ConnectionMethod(StrEnum):
+    """dbt-spark's methods (equal to its enum's members as strings) plus `connect`."""
+
+    THRIFT = "thrift"
+    HTTP = "http"
+    ODBC = "odbc"
+    SESSION = "session"
+    CONNECT = "connect"
+
+
 @dataclass
 class SparkBatchRefreshCredentials(SparkCredentials):
+    method: ConnectionMethod = None  # type: ignore[assignment]
     # Embedded session only: where warehouse, metastore and derby.log live (relative to the
     # directory dbt runs in), and how to find the Delta jars.
     session_dir: str = ".batch_refresh"
@@ -45,14 +59,17 @@ class SparkBatchRefreshCredentials(SparkCredentials):
     def __pre_deserialize__(cls, data: Any) -> Any:
         data = super().__pre_deserialize__(data)
         # The embedded session is the default; it needs no host.
-        data.setdefault("method", SparkConnectionMethod.SESSION.value)
-        if data.get("method") == SparkConnectionMethod.SESSION.value:
+        data.setdefault("method", ConnectionMethod.SESSION.value)
+        if data.get("method") == ConnectionMethod.SESSION.value:
             data.setdefault("host", "localhost")
         return data
 
     def __post_init__(self) -> None:
-        if self.method == SparkConnectionMethod.SESSION:
+        if self.method == ConnectionMethod.SESSION:
             require_session_extra()  # before dbt-spark's check, which names its own extra
+        if self.method == ConnectionMethod.CONNECT:
+            connect_url(self.host, self.token)  # a host that is no sc:// URL fails here
+            require_connect_client()
         super().__post_init__()
 
     @property
@@ -61,8 +78,10 @@ class SparkBatchRefreshCredentials(SparkCredentials):
 
     def _connection_keys(self) -> tuple[str, ...]:
         keys = super()._connection_keys()
-        if self.method == SparkConnectionMethod.SESSION:
+        if self.method == ConnectionMethod.SESSION:
             return ("method", "schema", "session_dir")
+        if self.method == ConnectionMethod.CONNECT:
+            return ("method", "host", "schema")
         return ("method",) + tuple(keys)
 
 
@@ -139,6 +158,33 @@ def _quiet_pyspark_error_log() -> None:
 
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 SESSION_EXTRA = 'pip install "dbt-spark-batch-refresh[session]"'
+CONNECT_EXTRA = 'pip install "dbt-spark-batch-refresh[connect]"'
+CONNECT_SCHEME = "sc://"
+
+
+def connect_url(host: Optional[str], token: Optional[str]) -> str:
+    """The Spark Connect URL of a `method: connect` profile: `host` is the URL
+    (sc://host:port/;param=value...); a `token` (the profile's, e.g. from env_var) is added
+    as the URL's token parameter, which makes the client use TLS."""
+    if not host or not host.startswith(CONNECT_SCHEME):
+        raise DbtRuntimeError(
+            f"The profile uses `method: connect`, whose `host` must be a Spark Connect URL "
+            f"such as sc://spark.example.com:15002, but it is `{host}`. Set `host` to the "
+            f"server's sc:// URL (Spark Connect listens on port 15002 by default).")
+    if token and ";token=" not in host:
+        return f"{host.rstrip('/')}/;token={token}" if "/;" not in host else f"{host};token={token}"
+    return host
+
+
+def require_connect_client() -> None:
+    """`method: connect` needs the Spark Connect client and its libraries (grpc, pyarrow,
+    pandas), which the `connect` extra installs (pyspark-client: no JVM, no Spark jars)."""
+    try:
+        import pyspark.sql.connect.session  # noqa: F401 - checks grpc, pyarrow and pandas too
+    except Exception as exc:  # noqa: BLE001 - ImportError, or pyspark's own dependency error
+        raise DbtRuntimeError(
+            f"The profile uses `method: connect` (Spark Connect), but its client cannot be "
+            f"loaded ({exc}). Install the extra that brings it: {CONNECT_EXTRA}.") from exc
 
 
 def require_session_extra() -> None:
@@ -185,6 +231,50 @@ class _SessionCursor:
         except Exception as exc:  # noqa: BLE001 - every Spark/Delta error becomes a dbt error
             raise DbtRuntimeError(str(exc)) from exc
 
+    def fetchall(self) -> Optional[List[Any]]:
+        rows = self._inner.fetchall()
+        if not rows:
+            return rows
+        from pyspark.sql.types import TimestampType
+
+        fields = self._inner._df.schema.fields
+        instants = [i for i, f in enumerate(fields) if isinstance(f.dataType, TimestampType)]
+        if not instants:
+            return rows
+        zone = session_zone(self._session.conf.get("spark.sql.session.timeZone"))
+        return [wall_clock(row, instants, zone) for row in rows]
+
+
+def session_zone(name: Optional[str]) -> Optional[tzinfo]:
+    """A Spark session time zone (a region id, `UTC`, or an offset such as `+02:00`)."""
+    if not name:
+        return None
+    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?", name.strip())
+    if offset:
+        sign = -1 if offset.group(1) == "-" else 1
+        return timezone(sign * timedelta(hours=int(offset.group(2)),
+                                         minutes=int(offset.group(3) or 0)))
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def wall_clock(row: Sequence[Any], instants: List[int], zone: Optional[tzinfo]) -> tuple:
+    """A row with its TIMESTAMP values as the session's wall clock, as a Thrift Server renders
+    them. PySpark (in-process and Spark Connect alike) hands an instant back in this process's
+    local time zone, while the SQL a refresh writes (lease and state times, literals compared
+    with commit times) is read by Spark in the session's zone: with a session zone other than
+    the client's, a lease written at 10:00 would read back hours off."""
+    values = list(row)
+    if zone is None:
+        return tuple(values)
+    for i in instants:
+        value = values[i]
+        if isinstance(value, datetime) and value.tzinfo is None:
+            values[i] = value.astimezone().astimezone(zone).replace(tzinfo=None)
+    return tuple(values)
+
 
 class _SessionHandle:
     def __init__(self, session: Any) -> None:
@@ -192,6 +282,44 @@ class _SessionHandle:
 
     def cursor(self) -> _SessionCursor:
         return _SessionCursor(self.session)
+
+
+def _connect_session(creds: SparkBatchRefreshCredentials) -> Any:
+    """A Spark Connect session of its own for one dbt connection: its session confs (the
+    idempotent-write txn confs, commit metadata) are the server session's, so dbt threads
+    refreshing different models at once do not see each other's. Connect's own builder, not
+    pyspark's: pyspark's marks the whole process as Spark Connect, which would turn an
+    embedded session in the same process (an orchestrator running two targets) into a
+    client too."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    _quiet_pyspark_error_log()
+    builder = ConnectSession.builder.remote(connect_url(creds.host, creds.token))
+    for key, value in (creds.server_side_parameters or {}).items():
+        builder = builder.config(key, value)
+    session = builder.create()
+    session.version  # one round trip: an unreachable server fails here, in the retry loop
+    return session
+
+
+def _open_connect(connection: Connection) -> Connection:
+    from dbt.adapters.spark.session import SessionConnectionWrapper
+
+    class ConnectWrapper(SessionConnectionWrapper):
+        def close(self) -> None:
+            super().close()
+            # dbt closes a connection when its node is done: the server session goes too.
+            self.handle.session.stop()
+
+    creds = connection.credentials
+    return SparkBatchRefreshConnectionManager.retry_connection(
+        connection,
+        connect=lambda: ConnectWrapper(_SessionHandle(_connect_session(creds))),  # type: ignore[arg-type]
+        logger=logger,
+        retryable_exceptions=(Exception,),
+        retry_limit=creds.connect_retries,
+        retry_timeout=creds.connect_timeout,
+    )
 
 
 class _BackoffPyhiveWrapper(PyhiveConnectionWrapper):
@@ -230,7 +358,9 @@ class SparkBatchRefreshConnectionManager(SparkConnectionManager):
         creds = connection.credentials
         if connection.state == ConnectionState.OPEN:
             return super().open(connection)
-        if creds.method != SparkConnectionMethod.SESSION:
+        if creds.method == ConnectionMethod.CONNECT:
+            return _open_connect(connection)
+        if creds.method != ConnectionMethod.SESSION:
             opened = super().open(connection)
             plain = opened.handle
             if type(plain) is PyhiveConnectionWrapper:

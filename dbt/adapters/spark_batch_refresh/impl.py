@@ -13,7 +13,6 @@ from dbt.adapters.base.relation import BaseRelation, InformationSchema
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.clients.agate_helper import build_type_tester
 from dbt_common.exceptions import DbtRuntimeError
@@ -24,7 +23,10 @@ from dbt.adapters.spark_batch_refresh.report import nodes
 from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.report import status as status_report
-from dbt.adapters.spark_batch_refresh.connections import SparkBatchRefreshConnectionManager
+from dbt.adapters.spark_batch_refresh.connections import (
+    ConnectionMethod,
+    SparkBatchRefreshConnectionManager,
+)
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.engine.executor import Refresher
 from dbt.adapters.spark_batch_refresh.engine.record import Recorder
@@ -89,11 +91,23 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         """This target's Spark is the one whose clock (and time zone) times are compared on
         and whose state tables are known to exist, whatever this process ran before."""
         creds = self.config.credentials
-        if creds.method == SparkConnectionMethod.SESSION:
+        if creds.method == ConnectionMethod.SESSION:
             endpoint.use(endpoint.EMBEDDED, None)
         else:
-            method = SparkConnectionMethod(creds.method).value
+            method = ConnectionMethod(creds.method).value
             endpoint.use(endpoint.key_for(method, vars(creds)), self._fetch_dicts)
+
+    def debug_query(self) -> None:
+        """`dbt debug`: besides the round trip, say which Spark and Delta answered."""
+        (row,) = self._fetch_dicts("select version() as spark")
+        try:
+            (delta,) = self._fetch_dicts("select reflect('io.delta.package', 'VERSION') as v")
+            delta_version = str(delta["v"])
+        except DbtRuntimeError:
+            delta_version = "not found on the server's class path (batch_refresh needs it)"
+        method = ConnectionMethod(self.config.credentials.method).value
+        logger.info(f"Connected ({method}) to Spark {str(row['spark']).split()[0]}, "
+                    f"Delta Lake {delta_version}")
 
     # ------------------------------------------------------------------ materialization
     @available.parse(lambda *a, **k: (BatchRefreshResponse(_message="PARSE"), {}))
