@@ -335,8 +335,9 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                               relation: str = "") -> str:
         """How `model` will refresh and why; reads metadata only, writes nothing."""
         config = parse_config(model, dict(raw_config))
-        analysis = analyze(sql, config.unique_key)
         refresher = self._refresher()
+        sql, views = refresher.views.see_through(sql)
+        analysis = analyze(sql, config.unique_key)
         consumed: Dict[str, int] = {}
         phase: Optional[str] = None
         target = _render(relation) if relation else None
@@ -363,7 +364,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             last.action, last.estimate_s, last.seconds(), last.memory_after())
         waiting = None if last is None else refresher.reader.moved_rows(
             consumed, {u.name: u.latest for u in upstreams})
-        return explain.render(model, config, analysis, upstreams, phase, recorded, waiting)
+        return explain.render(model, config, analysis, upstreams, phase, recorded, waiting,
+                              views=views)
 
     @available.parse(lambda *a, **k: "select 1 as batch_refresh_side where false")
     def batch_refresh_consistency_sql(self, model: str, model_id: str, relation: str,

@@ -44,6 +44,7 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
+from dbt.adapters.spark_batch_refresh.storage.views import ViewReader
 from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions, quote_relation
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -103,6 +104,7 @@ class Refresher:
         self._fetch, self._run = self._meter.fetch, self._meter.run
         # The invocation's upstream histories, shared with the other models' refreshes.
         self.reader = DeltaReader(self._fetch, histories)
+        self.views = ViewReader(self._fetch, histories)
         self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
                               SidecarUpkeep(self._fetch, self._run, self.reader))
         self._applier = Applier(self._fetch, self._run, self.reader)
@@ -111,6 +113,13 @@ class Refresher:
     # ---------------------------------------------------------------- plan
     def refresh(self, req: RefreshRequest) -> RefreshResult:
         config = parse_config(req.model, req.raw_config)
+        # Upstream views are read through: the Delta tables beneath them are pinned and
+        # replayed, and the SQL recorded (so a changed view definition is a model change).
+        sql, views = self.views.see_through(req.sql)
+        if views:
+            logger.debug(f"batch_refresh model '{req.model}': reads through the views "
+                         f"{', '.join(views)}")
+            req = replace(req, sql=sql)
         waiter = LeaseWait(config.lease_wait_s)
         while True:
             try:

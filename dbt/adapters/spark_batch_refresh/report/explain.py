@@ -71,7 +71,8 @@ _RULE_WORDS = {
 
 def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
            upstreams: List[UpstreamInfo], phase: Optional[str],
-           last: Optional[LastRefresh] = None, change_rows: Optional[int] = None) -> str:
+           last: Optional[LastRefresh] = None, change_rows: Optional[int] = None,
+           views: Tuple[str, ...] = ()) -> str:
     non_delta = tuple(u.name for u in upstreams if u.latest is None)
     try:
         mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -100,6 +101,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     else:
         lines.append("  unique_key: none")
     lines.append(f"  state:      {phase or 'never refreshed'}")
+    if views:
+        lines.append(f"  views:      {', '.join(views)} (read through: the tables beneath are "
+                     "its upstreams)")
     lines.append("  upstreams:")
     for info in upstreams:
         if info.latest is None:

@@ -28,7 +28,7 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
         version = versions.get(st.table_name(table))
         if version is None or table.args.get("version"):
             continue
-        end = _name_end(sql, table)
+        end = name_end(sql, table)
         if end is None:
             return _pin_regenerated(tree, versions)
         edits.append((end, f" VERSION AS OF {int(version)}"))
@@ -37,7 +37,7 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
     return sql
 
 
-def _name_end(sql: str, table: exp.Table) -> Optional[int]:
+def name_end(sql: str, table: exp.Table) -> Optional[int]:
     """Where the table's name ends in `sql` (after its closing quote), when the parser says."""
     name = table.this
     if not isinstance(name, exp.Identifier):

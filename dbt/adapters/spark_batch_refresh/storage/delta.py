@@ -76,6 +76,9 @@ class SharedHistories:
 
     def __init__(self) -> None:
         self._rows: Dict[str, List[Dict[str, Any]]] = {}
+        # Other catalog reads shared the same way (storage/views.py: views per database,
+        # view definitions), forgotten with the histories.
+        self._facts: Dict[tuple, Any] = {}
         self._lock = threading.Lock()
 
     def get(self, relation: str) -> Optional[List[Dict[str, Any]]]:
@@ -86,9 +89,18 @@ class SharedHistories:
         with self._lock:
             self._rows[_relation_key(relation)] = rows
 
+    def fact(self, key: tuple) -> Any:
+        with self._lock:
+            return self._facts.get(key)
+
+    def remember(self, key: tuple, value: Any) -> None:
+        with self._lock:
+            self._facts[key] = value
+
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()
+            self._facts.clear()
 
     def saw(self, sql: str) -> None:
         """A statement issued outside the refreshes: forget everything unless it only reads."""
