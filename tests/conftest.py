@@ -54,6 +54,19 @@ def lean_install(tmp_path_factory):
     return build(tmp_path_factory.mktemp("lean-install"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _fresh_adapter_registry():
+    """Each test file starts with no adapter registered. A test that runs dbt through
+    dbtRunner (tests/thrift's two targets in one process) leaves its last adapter registered,
+    and dbt's factory keeps the first adapter of a type: the next file's `project` fixture then
+    got that adapter, with its profile (the embedded session where a Spark Connect profile was
+    written), when the two files ran on one xdist worker."""
+    from dbt.adapters.factory import reset_adapters
+
+    reset_adapters()
+    yield
+
+
 # Heaviest files first (seconds per file under `make test`, 2026-11-24 CI run of 0a1d7f0, before
 # tests/thrift35 ran the whole class; the two workers contend for two cores): under
 # `make test`'s two workers (`--dist loadfile --no-loadscope-reorder` hands out whole files in

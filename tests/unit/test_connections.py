@@ -8,7 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.connections import connect_url, session_zone, wall_clock
+from dbt.adapters.spark_batch_refresh.client.connect import connect_url
+from dbt.adapters.spark_batch_refresh.client.session_cursor import session_zone, wall_clock
 
 
 def test_connect_url_takes_the_host_and_adds_the_token():

@@ -1,16 +1,11 @@
-"""Credentials and connections: dbt-spark's, plus an embedded Spark with Delta for `session`."""
+"""Credentials and connections: dbt-spark's, plus the embedded Spark (`method: session`) and Spark
+Connect (`method: connect`)."""
 
 from __future__ import annotations
 
-import logging
-import os
-import re
-import threading
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone, tzinfo
+from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, Dict, List, Optional, Sequence
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Any, List, Optional
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.events.logging import AdapterLogger
@@ -22,16 +17,14 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
-from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
-    SessionSettings,
-    delta_package,
-    embedded_confs,
-    jar_cache_file,
+from dbt.adapters.spark_batch_refresh.client.connect import (
+    connect_session,
+    connect_url,
+    require_connect_client,
 )
-from dbt.adapters.spark_batch_refresh.embedded.jar_cache import (
-    remember_jars,
-    start_resolving_once,
-)
+from dbt.adapters.spark_batch_refresh.client.session_cursor import SessionHandle
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import SessionSettings
+from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -85,106 +78,7 @@ class SparkBatchRefreshCredentials(SparkCredentials):
         return ("method",) + tuple(keys)
 
 
-class _EmbeddedSpark:
-    """One JVM per process; each dbt connection gets its own SparkSession on it.
-
-    Separate sessions keep session confs (the idempotent-write txn confs, commit metadata)
-    from leaking between dbt threads that refresh different models at once.
-    """
-
-    _lock = threading.Lock()
-    _base: Any = None
-
-    @classmethod
-    def session_for_connection(cls, creds: SparkBatchRefreshCredentials) -> Any:
-        with cls._lock:
-            if cls._base is None:
-                cls._base = cls._start(creds)
-            return cls._base.newSession()
-
-    @staticmethod
-    def _start(creds: SparkBatchRefreshCredentials) -> Any:
-        from pyspark.sql import SparkSession
-
-        _quiet_pyspark_error_log()
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            # Someone (a test harness, a notebook) already started Spark: reuse it.
-            return active
-        settings = SessionSettings(
-            session_dir=creds.session_dir,
-            delta_jars=creds.delta_jars,
-            delta_package=creds.delta_package,
-            user_confs=creds.server_side_parameters,
-        )
-        cache = jar_cache_file(delta_package(settings, os.environ), os.environ)
-        return start_resolving_once(
-            cache,
-            lambda jars: embedded_confs(replace(settings, cached_jars=jars), cwd=os.getcwd()),
-            lambda confs: _EmbeddedSpark._build(confs, cache))
-
-    @staticmethod
-    def _build(confs: Dict[str, str], cache: str) -> Any:
-        from pyspark.sql import SparkSession
-
-        # The embedded Spark serves only this process: bind it to loopback.
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.makedirs(os.path.dirname(confs["spark.sql.warehouse.dir"]), exist_ok=True)
-        builder = SparkSession.builder.enableHiveSupport()
-        for key, value in confs.items():
-            builder = builder.config(key, value)
-        logger.debug(f"Starting embedded Spark with {confs}")
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel("ERROR")
-        if "spark.jars.packages" in confs and not remember_jars(
-                cache, spark.sparkContext.getConf().get("spark.jars", "")):
-            logger.debug(f"Could not remember the Delta jars in {cache}")
-        return spark
-
-
-def _quiet_pyspark_error_log() -> None:
-    """PySpark 4 writes every SQL error it converts to stderr a second time, as a JSON record
-    with the JVM's stack trace, from loggers of its own that do not propagate. dbt already
-    reports the error (once, as a dbt error), and some statements of a refresh fail by design
-    (the state table a first run looks for before it exists): on a console that was a
-    screenful of JSON per model. Those loggers are turned off for this process."""
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # pyspark before 4.0 has no such logger
-        return
-    for name in PYSPARK_ERROR_LOGGERS:
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 SESSION_EXTRA = 'pip install "dbt-spark-batch-refresh[session]"'
-CONNECT_EXTRA = 'pip install "dbt-spark-batch-refresh[connect]"'
-CONNECT_SCHEME = "sc://"
-
-
-def connect_url(host: Optional[str], token: Optional[str]) -> str:
-    """The Spark Connect URL of a `method: connect` profile: `host` is the URL
-    (sc://host:port/;param=value...); a `token` (the profile's, e.g. from env_var) is added
-    as the URL's token parameter, which makes the client use TLS."""
-    if not host or not host.startswith(CONNECT_SCHEME):
-        raise DbtRuntimeError(
-            f"The profile uses `method: connect`, whose `host` must be a Spark Connect URL "
-            f"such as sc://spark.example.com:15002, but it is `{host}`. Set `host` to the "
-            f"server's sc:// URL (Spark Connect listens on port 15002 by default).")
-    if token and ";token=" not in host:
-        return f"{host.rstrip('/')}/;token={token}" if "/;" not in host else f"{host};token={token}"
-    return host
-
-
-def require_connect_client() -> None:
-    """`method: connect` needs the Spark Connect client and its libraries (grpc, pyarrow,
-    pandas), which the `connect` extra installs (pyspark-client: no JVM, no Spark jars)."""
-    try:
-        import pyspark.sql.connect.session  # noqa: F401 - checks grpc, pyarrow and pandas too
-    except Exception as exc:  # noqa: BLE001 - ImportError, or pyspark's own dependency error
-        raise DbtRuntimeError(
-            f"The profile uses `method: connect` (Spark Connect), but its client cannot be "
-            f"loaded ({exc}). Install the extra that brings it: {CONNECT_EXTRA}.") from exc
 
 
 def require_session_extra() -> None:
@@ -208,100 +102,6 @@ def _installed(distribution: str) -> bool:
         return False
 
 
-class _SessionCursor:
-    """A DB-API-ish cursor over one SparkSession (dbt-spark's wrapper drives it)."""
-
-    def __init__(self, session: Any) -> None:
-        from dbt.adapters.spark.session import Cursor
-
-        self._inner = Cursor()
-        self._session = session
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def execute(self, sql: str, *parameters: Any) -> None:
-        from dbt_common.exceptions import DbtRuntimeError
-
-        if parameters:
-            sql = sql % parameters
-        try:
-            self._inner._df = self._session.sql(sql)
-            self._inner._rows = None
-        except Exception as exc:  # noqa: BLE001 - every Spark/Delta error becomes a dbt error
-            raise DbtRuntimeError(str(exc)) from exc
-
-    def fetchall(self) -> Optional[List[Any]]:
-        rows = self._inner.fetchall()
-        if not rows:
-            return rows
-        from pyspark.sql.types import TimestampType
-
-        fields = self._inner._df.schema.fields
-        instants = [i for i, f in enumerate(fields) if isinstance(f.dataType, TimestampType)]
-        if not instants:
-            return rows
-        zone = session_zone(self._session.conf.get("spark.sql.session.timeZone"))
-        return [wall_clock(row, instants, zone) for row in rows]
-
-
-def session_zone(name: Optional[str]) -> Optional[tzinfo]:
-    """A Spark session time zone (a region id, `UTC`, or an offset such as `+02:00`)."""
-    if not name:
-        return None
-    offset = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?", name.strip())
-    if offset:
-        sign = -1 if offset.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=int(offset.group(2)),
-                                         minutes=int(offset.group(3) or 0)))
-    try:
-        return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
-        return None
-
-
-def wall_clock(row: Sequence[Any], instants: List[int], zone: Optional[tzinfo]) -> tuple:
-    """A row with its TIMESTAMP values as the session's wall clock, as a Thrift Server renders
-    them. PySpark (in-process and Spark Connect alike) hands an instant back in this process's
-    local time zone, while the SQL a refresh writes (lease and state times, literals compared
-    with commit times) is read by Spark in the session's zone: with a session zone other than
-    the client's, a lease written at 10:00 would read back hours off."""
-    values = list(row)
-    if zone is None:
-        return tuple(values)
-    for i in instants:
-        value = values[i]
-        if isinstance(value, datetime) and value.tzinfo is None:
-            values[i] = value.astimezone().astimezone(zone).replace(tzinfo=None)
-    return tuple(values)
-
-
-class _SessionHandle:
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    def cursor(self) -> _SessionCursor:
-        return _SessionCursor(self.session)
-
-
-def _connect_session(creds: SparkBatchRefreshCredentials) -> Any:
-    """A Spark Connect session of its own for one dbt connection: its session confs (the
-    idempotent-write txn confs, commit metadata) are the server session's, so dbt threads
-    refreshing different models at once do not see each other's. Connect's own builder, not
-    pyspark's: pyspark's marks the whole process as Spark Connect, which would turn an
-    embedded session in the same process (an orchestrator running two targets) into a
-    client too."""
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    _quiet_pyspark_error_log()
-    builder = ConnectSession.builder.remote(connect_url(creds.host, creds.token))
-    for key, value in (creds.server_side_parameters or {}).items():
-        builder = builder.config(key, value)
-    session = builder.create()
-    session.version  # one round trip: an unreachable server fails here, in the retry loop
-    return session
-
-
 def _open_connect(connection: Connection) -> Connection:
     from dbt.adapters.spark.session import SessionConnectionWrapper
 
@@ -314,7 +114,8 @@ def _open_connect(connection: Connection) -> Connection:
     creds = connection.credentials
     return SparkBatchRefreshConnectionManager.retry_connection(
         connection,
-        connect=lambda: ConnectWrapper(_SessionHandle(_connect_session(creds))),  # type: ignore[arg-type]
+        connect=lambda: ConnectWrapper(SessionHandle(connect_session(  # type: ignore[arg-type]
+            creds.host, creds.token, creds.server_side_parameters))),
         logger=logger,
         retryable_exceptions=(Exception,),
         retry_limit=creds.connect_retries,
@@ -370,7 +171,12 @@ class SparkBatchRefreshConnectionManager(SparkConnectionManager):
             return opened
         from dbt.adapters.spark.session import SessionConnectionWrapper
 
-        session = _EmbeddedSpark.session_for_connection(creds)
-        connection.handle = SessionConnectionWrapper(_SessionHandle(session))  # type: ignore[arg-type]
+        session = EmbeddedSpark.session_for_connection(SessionSettings(
+            session_dir=creds.session_dir,
+            delta_jars=creds.delta_jars,
+            delta_package=creds.delta_package,
+            user_confs=creds.server_side_parameters,
+        ))
+        connection.handle = SessionConnectionWrapper(SessionHandle(session))  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection
