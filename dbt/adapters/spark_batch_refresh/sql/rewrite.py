@@ -39,13 +39,27 @@ def pin_versions(sql: str, versions: Mapping[str, int]) -> str:
 
 def name_end(sql: str, table: exp.Table) -> Optional[int]:
     """Where the table's name ends in `sql` (after its closing quote), when the parser says."""
-    name = table.this
+    span = identifier_span(sql, table.this)
+    return None if span is None else span[1]
+
+
+def name_start(sql: str, table: exp.Table) -> Optional[int]:
+    """Where the table's qualified name (its catalog or database first) starts in `sql`."""
+    first = next((p for p in (table.args.get("catalog"), table.args.get("db"), table.this)
+                  if isinstance(p, exp.Identifier)), None)
+    span = identifier_span(sql, first)
+    return None if span is None else span[0]
+
+
+def identifier_span(sql: str, name: Optional[exp.Expression]) -> Optional[Tuple[int, int]]:
+    """[start, end) of an identifier in `sql`, quotes included, when the parser gives its
+    position and the text there is that name."""
     if not isinstance(name, exp.Identifier):
         return None
     start, end = name.meta.get("start"), name.meta.get("end")
     if start is None or end is None or sql[start:end + 1].strip("`\"").lower() != name.name.lower():
         return None
-    return end + 1
+    return start, end + 1
 
 
 def _pin_regenerated(tree: exp.Expression, versions: Mapping[str, int]) -> str:

@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
-from dbt.adapters.spark_batch_refresh.sql.rewrite import name_end
+from dbt.adapters.spark_batch_refresh.sql.rewrite import name_end, name_start
 
 # The session catalog: a name qualified by database only means a table in it, and the model's
 # own names are written that way, so a view's unqualified names get the database only.
@@ -78,7 +78,7 @@ def _qualified(text: str, namespace: Tuple[str, ...]) -> str:
     for table in st.physical_tables(tree):
         if table.db:
             continue
-        start = _name_start(text, table)
+        start = name_start(text, table)
         if start is None:
             raise ParseError(f"no position for {table.name} in the view's text")
         edits.append((start, "".join(f"`{p}`." for p in prefix)))
@@ -87,14 +87,16 @@ def _qualified(text: str, namespace: Tuple[str, ...]) -> str:
     return text
 
 
-def inline_views(sql: str, views: Mapping[str, ViewDefinition]) -> str:
+def inline_views(sql: str, views: Mapping[str, ViewDefinition],
+                 tree: Optional[exp.Expression] = None) -> str:
     """`sql` with every scan of a listed view replaced by `(<view body>) <alias>`.
 
     Raises ParseError where the splice cannot be placed (no source position for a name) or
     would change meaning (a column written with the view's database, `db.view.col`, which no
     longer names anything once the view is a subquery): the caller leaves the model as it is.
+    `tree` is `sql` parsed, when the caller has it.
     """
-    tree = st.parse(sql)
+    tree = tree if tree is not None else st.parse(sql)
     edits: List[Tuple[int, int, str]] = []
     for table in st.physical_tables(tree):
         view = views.get(st.table_name(table))
@@ -103,7 +105,7 @@ def inline_views(sql: str, views: Mapping[str, ViewDefinition]) -> str:
         if any(c.args.get("db") is not None and c.table.lower() == table.name.lower()
                for c in tree.find_all(exp.Column)):
             raise ParseError(f"a column of {view.name} is qualified by its database")
-        start, end = _name_start(sql, table), name_end(sql, table)
+        start, end = name_start(sql, table), name_end(sql, table)
         if start is None or end is None or table.args.get("version"):
             raise ParseError(f"no position for {view.name} in the model's SQL")
         alias = "" if table.alias else f" `{table.name}`"
@@ -111,20 +113,3 @@ def inline_views(sql: str, views: Mapping[str, ViewDefinition]) -> str:
     for start, end, replacement in sorted(edits, reverse=True):
         sql = sql[:start] + replacement + sql[end:]
     return sql
-
-
-def _parts(table: exp.Table) -> List[exp.Identifier]:
-    return [p for p in (table.args.get("catalog"), table.args.get("db"), table.this)
-            if isinstance(p, exp.Identifier)]
-
-
-def _name_start(sql: str, table: exp.Table) -> Optional[int]:
-    parts = _parts(table)
-    if not parts:
-        return None
-    start, end = parts[0].meta.get("start"), parts[0].meta.get("end")
-    if start is None or end is None:
-        return None
-    if sql[start:end + 1].strip("`\"").lower() != parts[0].name.lower():
-        return None
-    return start

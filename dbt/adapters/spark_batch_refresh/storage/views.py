@@ -34,14 +34,14 @@ class ViewReader:
         seen: List[str] = []
         for _ in range(MAX_DEPTH):
             try:
-                names = {st.table_name(t) for t in st.physical_tables(st.parse(sql))}
+                tree = st.parse(sql)
             except ParseError:
                 break  # the analysis reports what it cannot read
-            views = self.definitions(names)
+            views = self.definitions({st.table_name(t) for t in st.physical_tables(tree)})
             if not views:
                 break
             try:
-                sql = inline_views(sql, views)
+                sql = inline_views(sql, views, tree)
             except ParseError:
                 break
             seen.extend(sorted(views))
