@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.deps-installed
 
-.PHONY: install demo test test-unit test-functional bench bench-quick clean fuzz
+.PHONY: install demo test test-unit test-functional bench bench-quick bench-tpch clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -83,3 +83,11 @@ bench: install $(BENCH_STAMP)
 bench-quick: install $(BENCH_STAMP)
 	nice -n 10 $(BIN)/python bench/run.py --scales 100000 --fractions 0.001,0.1 \
 		--distributions recent,uniform --shapes rowwise --reps 1 --driver-memory 4g --name quick
+
+# The 22 TPC-H queries (examples/tpch) refreshed after RF1 + RF2 + updates against the same
+# queries rebuilt as tables (bench/tpch.py). TPCH_SCALE is the TPC-H scale factor.
+TPCH_SCALE ?= 1
+TPCH_STEPS ?= 1
+bench-tpch: install $(BENCH_STAMP)
+	nice -n 10 $(BIN)/python bench/tpch.py --scale $(TPCH_SCALE) --steps $(TPCH_STEPS) \
+		--driver-memory $(DRIVER_MEMORY) --name tpch-sf$(TPCH_SCALE) $(BENCH_ARGS)

@@ -78,6 +78,7 @@ HEAVIEST_FIRST = [
     "tests/crash/",  # 963: five cold-JVM driver processes
     "tests/thrift35/",  # 710 (about 1100 with the whole class): the Spark 3.5 server
     "tests/connect/",  # new: 470 alone (a Spark Connect server, the Thrift class, a lean venv)
+    "tests/functional/test_tpch.py",  # new: 468 alone (22 TPC-H models, a backfill, a refresh)
     "tests/functional/test_changes.py",  # 772
     "tests/functional/test_batch_refresh.py",  # 259
     "tests/functional/test_shapes.py",  # 605

@@ -166,8 +166,37 @@ def test_star_on_path_projects_table_columns():
     assert "SELECT `id`, `v` FROM TABLE_CHANGES" in out[0]
 
 
+def test_a_correlated_scalar_aggregate_is_read_as_exists_of_its_rows():
+    sql = ("select a.id, a.v from s.a a where a.flag and "
+           "a.v > (select 0.2 * avg(b.v) from s.b b where b.a_id = a.id and b.ok)")
+    assert sa.analyze(sql, ("id",)).incremental_reason is None
+    through_b = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {"s.a": 5}, {})[0]
+    assert "AVG(" not in through_b.upper() and "EXISTS(SELECT 1 FROM (SELECT * FROM TABLE_CHANGES('s.b'" in through_b
+    assert "b.a_id = a.id AND b.ok" in through_b and "a.flag" in through_b
+    through_a = sa.affected_keys_sql(sql, ["id"], {"s.a": (1, 2)}, {"s.b": 5}, {})[0]
+    assert "AVG(b.v)" in through_a  # the outer rows' own changes keep the comparison
+
+
+def test_an_uncorrelated_scalar_in_having_becomes_a_where_exists():
+    sql = ("select k, sum(v) as total from s.a where k > 0 group by k "
+           "having sum(v) > (select sum(v) * 0.1 from s.a where v > 0)")
+    analysis = sa.analyze(sql)
+    assert analysis.key == ("k",) and analysis.incremental_reason is None
+    queries = sa.affected_keys_sql(sql, ["k"], {"s.a": (1, 2)}, {"s.a": 2}, {"s.a": 0})
+    inner = [q for q in queries if "EXISTS" in q]
+    assert len(inner) == 2 and len(queries) == 4, queries  # old and new partners
+    for q in inner:
+        assert q.startswith("SELECT `k` FROM (SELECT k, SUM(v) AS total FROM s.a VERSION AS OF")
+        assert ("WHERE k > 0 AND EXISTS(SELECT 1 FROM (SELECT * FROM TABLE_CHANGES('s.a', 1, 2)) "
+                "AS a WHERE v > 0) GROUP BY k) AS _br_ak") in q, q
+        assert "HAVING" not in q, q
+
+
 @pytest.mark.parametrize("sql, reason", [
     ("select id, row_number() over (order by v) as r from s.t", "window"),
+    # a scalar aggregate under an OR, or one with a LIMIT, is not read as EXISTS
+    ("select id from s.a a where a.v > 0 or a.v < (select avg(b.v) from s.b b)", "without GROUP BY"),
+    ("select id from s.a a where a.v < (select avg(b.v) from s.b b group by b.k limit 1)", "LIMIT"),
     ("select id from s.t order by id limit 5", "LIMIT"),
     ("select id, rand() as r from s.t", "non-deterministic function rand"),
     ("select id, uuid() as u from s.t", "non-deterministic function uuid"),

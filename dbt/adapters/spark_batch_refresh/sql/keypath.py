@@ -15,6 +15,14 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
 * a LEFT ANTI JOIN / NOT EXISTS against the changed side becomes a semi join / EXISTS: a change
   there adds or removes exactly the rows it matches; NOT IN cannot be bounded (one NULL in the
   subquery empties the result) and falls back;
+* a scalar aggregate subquery compared in a WHERE (or HAVING) conjunct, `x < (SELECT avg(y)
+  FROM t WHERE t.k = o.k)`: its value for an outer row is a function of the subquery rows that
+  row selects, so it can change only for the outer rows for which a change row passes the
+  subquery's own WHERE. The conjunct becomes `EXISTS (SELECT 1 FROM t WHERE t.k = o.k)` over
+  the change rows (a correlated subquery: the outer rows of the changed correlation values; an
+  uncorrelated one: every outer row, once a change row passes its filter). The subquery stays
+  where it was, so every name in it resolves as before; one in a HAVING moves to the WHERE
+  (it reads no aggregate of the outer query: an uncorrelated scalar is a constant there);
 * below a GROUP BY only the group keys are real: aggregate outputs, computed over change rows
   alone, are "partial", so predicates and HAVING over them are dropped, and grouping or keying
   on them falls back;
@@ -123,8 +131,12 @@ def _affected_keys(
             "(write the group as a subquery)")
     replacement = st.aliased(change_source.copy(), occ.alias)
     target.replace(replacement)
+    notes = _scalars_as_exists(replacement)
     walk = _Walk(replacement, whole)
+    walk.notes.extend(notes)
     root = walk.run()
+    if not isinstance(root, exp.Query):  # a rewrite lost the path: a defect, caught by analyze
+        raise RuntimeError(f"the key walk ended at {type(root).__name__}, not at a query")
     for column in key:
         if column.lower() in walk.partial:
             if isinstance(walk.partial, _AllBut):
@@ -390,6 +402,60 @@ class _Walk:
                 firsts = [(p.alias_or_name or "").lower() for p in first.expressions]
                 self.partial = {firsts[i] for i, n in enumerate(names)
                                 if n in self.partial and i < len(firsts)}
+
+
+# ------------------------------------------------------------------------------ scalars
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
+
+
+def _scalars_as_exists(start: exp.Expression) -> List[str]:
+    """Every scalar aggregate subquery the change rows of `start` flow out of, compared in a
+    WHERE or HAVING conjunct, becomes an EXISTS of its rows (module docstring); the rest of
+    the walk reads it as any EXISTS."""
+    notes: List[str] = []
+    while True:
+        found = next(((sub, sub.parent) for sub in st.ancestors(start)
+                      if isinstance(sub, exp.Subquery) and _scalar_aggregate(sub)
+                      and isinstance(sub.parent, _COMPARISONS)), None)
+        if found is None:
+            return notes
+        sub, comparison = found
+        clause = _conjunct_of(comparison)
+        if clause is None:
+            return notes  # under an OR, a CASE, a function: the walk names the fallback
+        inner = sub.this
+        inner.set("expressions", [exp.Literal.number(1)])
+        exists = exp.Exists(this=inner)
+        outer = clause.parent
+        if isinstance(clause, exp.Having):
+            comparison.replace(exp.true())
+            where = outer.args.get("where")
+            # copy=False: a copy would leave the change rows' scan outside the tree
+            outer.set("where", exp.Where(
+                this=exp.and_(where.this, exists, copy=False) if where else exists))
+        else:
+            comparison.replace(exists)
+        notes.append("a scalar subquery's comparison read as EXISTS of its rows")
+
+
+def _scalar_aggregate(sub: exp.Subquery) -> bool:
+    """`sub` is `(SELECT <one aggregate expression> FROM ... [WHERE ...])`."""
+    inner = sub.this
+    if not isinstance(inner, exp.Select) or len(inner.expressions) != 1:
+        return False
+    if any(inner.args.get(k) for k in ("group", "having", "limit", "distinct", "qualify")):
+        return False
+    return st.own_in(inner.expressions[0], inner, exp.AggFunc) and not st.own(inner, exp.Window)
+
+
+def _conjunct_of(node: exp.Expression) -> Optional[exp.Expression]:
+    """The WHERE or HAVING clause `node` is a top-level conjunct of, else None."""
+    parent = node.parent
+    while isinstance(parent, (exp.And, exp.Paren)):
+        parent = parent.parent
+    if isinstance(parent, (exp.Where, exp.Having)) and isinstance(parent.parent, exp.Select):
+        return parent
+    return None
 
 
 # ------------------------------------------------------------------------------ helpers

@@ -1,0 +1,239 @@
+"""`make bench-tpch`: the 22 TPC-H queries (examples/tpch) refreshed as batch_refresh models
+against the same queries rebuilt as `table`s, after refresh steps of RF1 + RF2 + updates
+(bench/tpch_data.py), in one process and one JVM.
+
+    python bench/tpch.py --scale 1 --steps 1
+    python bench/tpch.py --scale 0.1 --choice structural   # replay wherever the model can
+
+Per query and step: the strategy the refresh used, its seconds (dbt's execution time of the
+node) against the table's, and whether the two outputs are equal. The data of a scale factor
+is generated once into ~/.cache/dbt-spark-batch-refresh/tpch/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench import tpch_data  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "tpch", "models")
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "dbt-spark-batch-refresh", "tpch")
+SOURCE_SCHEMA = "tpch"
+SCHEMA = "tpch_bench"
+
+
+def queries() -> List[str]:
+    return sorted(f[:-4] for f in os.listdir(EXAMPLE) if re.fullmatch(r"q\d\d\.sql", f))
+
+
+def as_table(sql: str) -> str:
+    """The same query with the batch_refresh config replaced by a table's."""
+    return re.sub(r"\{\{\s*config\(.*?\)\s*\}\}", "{{ config(materialized='table') }}", sql,
+                  count=1, flags=re.S)
+
+
+def write_project(root: str, session_dir: str, driver_memory: str) -> None:
+    models = os.path.join(root, "models")
+    os.makedirs(models, exist_ok=True)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write("name: tpch\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
+                "model-paths: ['models']\n")
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write("bench:\n  target: session\n  outputs:\n    session:\n"
+                "      type: spark_batch_refresh\n      method: session\n"
+                f"      schema: {SCHEMA}\n      threads: 1\n      session_dir: {session_dir}\n"
+                f"      server_side_parameters:\n        spark.driver.memory: '{driver_memory}'\n")
+    with open(os.path.join(EXAMPLE, "sources.yml")) as f:
+        sources = f.read()
+    with open(os.path.join(models, "sources.yml"), "w") as f:
+        f.write(sources)
+    with open(os.path.join(models, "spark_up.sql"), "w") as f:
+        f.write("{{ config(materialized='view') }}\nselect 1 as up\n")
+    for q in queries():
+        with open(os.path.join(EXAMPLE, f"{q}.sql")) as f:
+            sql = f.read()
+        for name, text in ((q, sql), (f"tbl_{q}", as_table(sql))):
+            with open(os.path.join(models, f"{name}.sql"), "w") as f:
+                f.write(text)
+
+
+class TpchBench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.work = tempfile.mkdtemp(prefix="bench-tpch-", dir="/tmp")
+        self.project = os.path.join(self.work, "project")
+        write_project(self.project, os.path.join(self.work, "session"), args.driver_memory)
+        from dbt.cli.main import dbtRunner
+
+        self.dbt = dbtRunner()
+        self.spark: Any = None
+
+    def log(self, msg: str) -> None:
+        print(f"[bench-tpch {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def dbt_run(self, select: List[str]) -> Dict[str, Any]:
+        argv = ["run", "--project-dir", self.project, "--profiles-dir", self.project, "--quiet",
+                "--vars", json.dumps({"tpch_schema": SOURCE_SCHEMA}), "--select", *select]
+        cwd = os.getcwd()
+        os.chdir(self.project)
+        try:
+            res = self.dbt.invoke(argv)
+        finally:
+            os.chdir(cwd)
+        if res.result is None:
+            raise RuntimeError(f"dbt {' '.join(argv)} failed: {res.exception}")
+        bad = [r for r in res.result.results if str(r.status) not in ("success",)]
+        if bad:
+            raise RuntimeError("; ".join(f"{r.node.name}: {r.status} {r.message}" for r in bad))
+        return {r.node.name: r for r in res.result.results}
+
+    def sql(self, statement: str) -> List[Any]:
+        return self.spark.sql(statement).collect()
+
+    def differences(self, q: str) -> int:
+        a, b = f"{SCHEMA}.{q}", f"{SCHEMA}.tbl_{q}"
+        return int(self.sql(f"select count(*) as n from ((select * from {a} except all "
+                            f"select * from {b}) union all (select * from {b} except all "
+                            f"select * from {a}))")[0]["n"])
+
+    def timed_run(self, names: List[str]) -> tuple:
+        t0 = time.perf_counter()
+        results = self.dbt_run(names)
+        return results, time.perf_counter() - t0
+
+    def run(self) -> Dict[str, Any]:
+        qs = queries()
+        data = tpch_data.generate(self.args.scale, os.path.join(CACHE, f"sf{self.args.scale:g}"))
+        self.log(f"work dir {self.work}; starting Spark through dbt")
+        self.dbt_run(["spark_up"])
+        from pyspark.sql import SparkSession
+
+        self.spark = SparkSession.builder.getOrCreate()
+        self.log(f"loading TPC-H SF {self.args.scale:g} from {data}")
+        self.sql(f"create schema if not exists {SOURCE_SCHEMA}")
+        for statement in tpch_data.load_sql(SOURCE_SCHEMA, data):
+            self.sql(statement)
+        lineitems = int(self.sql(f"select count(*) as n from {SOURCE_SCHEMA}.lineitem")[0]["n"])
+        self.log(f"lineitem {lineitems:,} rows; backfills, then tables")
+        backfill, backfill_wall = self.timed_run(qs)
+        tables, table_wall = self.timed_run([f"tbl_{q}" for q in qs])
+        steps = []
+        for step in range(1, self.args.steps + 1):
+            self.log(f"step {step}: RF1 + RF2 + updates")
+            for statement in tpch_data.refresh_sql(SOURCE_SCHEMA, step):
+                self.sql(statement)
+            refreshed, refresh_wall = self.timed_run(qs)
+            rebuilt, rebuild_wall = self.timed_run([f"tbl_{q}" for q in qs])
+            rows = []
+            for q in qs:
+                response = refreshed[q].adapter_response or {}
+                rows.append({
+                    "query": q, "action": response.get("action"), "mode": response.get("mode"),
+                    "strategy": response.get("strategy"),
+                    "reason": response.get("fallback_reason") or "",
+                    "refresh_s": refreshed[q].execution_time,
+                    "table_s": rebuilt[f"tbl_{q}"].execution_time,
+                    "backfill_s": backfill[q].execution_time,
+                    "differences": self.differences(q),
+                })
+            steps.append({"step": step, "refresh_wall_s": refresh_wall,
+                          "rebuild_wall_s": rebuild_wall, "queries": rows})
+            self.log(f"step {step}: refresh {refresh_wall:.1f} s, rebuild {rebuild_wall:.1f} s")
+        return {"scale": self.args.scale, "lineitem_rows": lineitems,
+                "backfill_wall_s": backfill_wall, "table_wall_s": table_wall,
+                "auto": self.args.choice, "steps": steps,
+                "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def render(result: Dict[str, Any]) -> str:
+    out = [f"TPC-H SF {result['scale']:g} ({result['lineitem_rows']:,} line items), "
+           f"choice: {result['auto']}; first builds: batch_refresh backfills "
+           f"{result['backfill_wall_s']:.1f} s, tables {result['table_wall_s']:.1f} s"]
+    for step in result["steps"]:
+        rows = step["queries"]
+        out += ["", f"Step {step['step']} (RF1 + RF2 + updates): refresh all 22 "
+                f"{step['refresh_wall_s']:.1f} s, rebuild all 22 as tables "
+                f"{step['rebuild_wall_s']:.1f} s "
+                f"({step['refresh_wall_s'] / step['rebuild_wall_s']:.2f}x)", "",
+                "| query | strategy | refresh s | table s | refresh / table | equal | reason |",
+                "|---|---|---:|---:|---:|---|---|"]
+        for r in rows:
+            how = r["strategy"] if r["action"] == "replay" else r["action"]
+            out.append(f"| {r['query']} | {how} | {r['refresh_s']:.2f} | {r['table_s']:.2f} | "
+                       f"{r['refresh_s'] / r['table_s']:.2f}x | "
+                       f"{'yes' if r['differences'] == 0 else 'NO (%d rows)' % r['differences']} "
+                       f"| {r['reason'][:90]} |")
+        replays = sum(1 for r in rows if r["action"] == "replay")
+        out.append(f"\n{replays} of {len(rows)} replayed; "
+                   f"{sum(1 for r in rows if r['differences'] == 0)} equal to the table.")
+    return "\n".join(out)
+
+
+def chart(result: Dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["steps"][-1]["queries"]
+    x = range(len(rows))
+    fig, ax = plt.subplots(figsize=(11, 4))
+    ax.bar([i - 0.2 for i in x], [r["refresh_s"] for r in rows], 0.4, label="batch_refresh")
+    ax.bar([i + 0.2 for i in x], [r["table_s"] for r in rows], 0.4, label="table")
+    ax.set_xticks(list(x), [r["query"] for r in rows])
+    ax.set_ylabel("seconds")
+    ax.set_title(f"TPC-H SF {result['scale']:g}: refresh after RF1 + RF2 + updates")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main(argv: List[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
+    p.add_argument("--steps", type=int, default=1, help="refresh steps (RF1 + RF2 + updates)")
+    p.add_argument("--driver-memory", default="8g")
+    p.add_argument("--out", default="bench/results")
+    p.add_argument("--name", default="tpch")
+    p.add_argument("--no-charts", action="store_true")
+    p.add_argument("--keep", action="store_true", help="keep the work dir under /tmp")
+    p.add_argument("--choice", choices=("cost", "structural"), default="cost",
+                   help="refresh_mode auto by estimated cost (the default a user gets), or\n"
+                        "structural: replay whenever the model can (what the test suite runs)")
+    args = p.parse_args(argv)
+    if args.choice == "structural":
+        os.environ["BATCH_REFRESH_AUTO"] = "structural"
+    bench = TpchBench(args)
+    try:
+        result = bench.run()
+    finally:
+        if not args.keep:
+            bench.cleanup()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, f"{args.name}.json"), "w") as f:
+        json.dump(result, f, indent=1, default=str)
+    text = render(result)
+    with open(os.path.join(args.out, f"{args.name}.md"), "w") as f:
+        f.write(text + "\n")
+    if not args.no_charts:
+        chart(result, os.path.join(args.out, f"{args.name}.png"))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
