@@ -2,6 +2,8 @@
 
 from datetime import datetime, timedelta
 
+import pytest
+
 from dbt.adapters.spark_batch_refresh.plan import cost
 from dbt.adapters.spark_batch_refresh.plan.config import parse_config
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, Sample, choose, remember
@@ -131,3 +133,15 @@ def test_explain_shows_the_next_write_and_the_last_estimate():
     forced = explain.render("m", BatchRefreshConfig(unique_key=("id",), refresh_mode="overwrite"),
                             ROWWISE, info, "idle")
     assert "mode:       overwrite" in forced and "next write" not in forced
+
+
+def test_an_affected_key_replay_is_priced_by_its_key_queries():
+    one, basis = cost.replay_estimate(CostMemory(), 100)
+    ten, _ = cost.replay_estimate(CostMemory(), 100, key_queries=10)
+    assert basis == "default" and ten - one == pytest.approx(9 * cost.KEY_QUERY_S)
+    measured = CostMemory().add("replay", Sample(4.0, 100))
+    assert cost.replay_estimate(measured, 100, key_queries=10)[1] == "measured"  # the model's own
+    # A backfill of 10 s makes an overwrite ~5 s: one key query replays, ten do not.
+    memory = CostMemory().add("backfill", Sample(10.0, 1000))
+    assert choose(memory, 100, None).strategy == "replay"
+    assert choose(memory, 100, None, key_queries=10).strategy == "overwrite"

@@ -192,6 +192,14 @@ def test_an_uncorrelated_scalar_in_having_becomes_a_where_exists():
         assert "HAVING" not in q, q
 
 
+def test_a_global_aggregate_delta_upkeep_cannot_keep_says_so():
+    sql = ("select sum(a.v) / 7.0 as avg_yearly from s.a a join s.b b on b.id = a.b_id "
+           "where a.q < (select 0.2 * avg(c.q) from s.a c where c.b_id = b.id)")
+    reason = sa.analyze(sql).incremental_reason
+    assert reason.startswith("is a global aggregate (no GROUP BY) that delta upkeep cannot keep"
+                             " (it has a subquery in an expression)"), reason
+
+
 @pytest.mark.parametrize("sql, reason", [
     ("select id, row_number() over (order by v) as r from s.t", "window"),
     # a scalar aggregate under an OR, or one with a LIMIT, is not read as EXISTS
@@ -293,3 +301,14 @@ def test_a_whole_partition_window_keeps_the_filter_on_its_input():
     assert a.incremental_reason is None and a.key_paths[0].whole_partitions
     new, _ = sa.affected_keys_sql(sql, ["k"], {"s.t": (5, 6)}, {"s.t": 6}, {"s.t": 4})
     assert "total > 10" in new and "WHERE r = 1" in new
+
+
+def test_key_query_count_follows_the_moved_scans():
+    sql = ("select o.customer_id, sum(p.amount) as a from s.p p join s.o o on p.oid = o.id "
+           "join s.c c on c.id = o.customer_id group by o.customer_id")
+    paths = sa.analyze(sql).key_paths
+    assert sa.key_query_count(paths, {"s.p"}) == 1
+    assert sa.key_query_count(paths, {"s.p", "s.o"}) == 4  # each against old and new partners
+    assert sa.key_query_count(paths, {"s.p", "s.o", "s.c"}) == 6
+    assert len(sa.affected_keys_sql(sql, ["customer_id"], {"s.p": (1, 2), "s.o": (1, 2)},
+                                    {"s.p": 2, "s.o": 2, "s.c": 0}, {"s.p": 1, "s.o": 1})) == 4

@@ -30,6 +30,11 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, OVERW
 # over the whole target).
 REPLAY_FLOOR_S = 3.0
 REPLAY_ROW_S = 2.0e-5
+# An affected-key replay runs one key query per moved scan of the model (two when another
+# scan moved too: old and new partners), each joining change rows to the other upstreams; the
+# floor above holds one. TPC-H at SF 0.1 (bench/README.md, "TPC-H"): replays of 6 and 10 key
+# queries took 11.1 s and 17.9 s, about 1.6 s per query beyond the first.
+KEY_QUERY_S = 1.5
 OVERWRITE_PER_BACKFILL = 0.5
 FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
@@ -102,13 +107,16 @@ class Candidate:
         return f"{self.strategy}{est}" + (f" ({self.rejected})" if self.rejected else "")
 
 
-def replay_estimate(memory: CostMemory, change_rows: Optional[int]) -> Tuple[float, str]:
+def replay_estimate(memory: CostMemory, change_rows: Optional[int],
+                    key_queries: int = 1) -> Tuple[float, str]:
     """Seconds of a replay of `change_rows`: a floor plus a cost per row, both fitted to the
-    model's measured replays (least squares over the kept samples) where it has some."""
+    model's measured replays (least squares over the kept samples) where it has some; before
+    that, the default floor plus `KEY_QUERY_S` per key query beyond the first."""
     rows = change_rows or 0
     xs = [x for x in memory.of(REPLAY) if x.rows is not None]
     if not xs:
-        return REPLAY_FLOOR_S + REPLAY_ROW_S * rows, "default"
+        extra = KEY_QUERY_S * max(0, key_queries - 1)
+        return REPLAY_FLOOR_S + extra + REPLAY_ROW_S * rows, "default"
     per_row = REPLAY_ROW_S
     if len({x.rows for x in xs}) > 1:
         n = len(xs)
@@ -150,17 +158,18 @@ class Choice:
 
 
 def choose(memory: CostMemory, change_rows: Optional[int],
-           replay_blocker: Optional[str]) -> Choice:
+           replay_blocker: Optional[str], key_queries: int = 1) -> Choice:
     """The cheapest way to write this refresh, with every candidate's estimate.
 
-    `replay_blocker` is why the model cannot replay (None: it can). Without any measured
-    rebuild (a target built before this was recorded) a replayable model replays, and the
-    refresh it leads to is measured."""
+    `replay_blocker` is why the model cannot replay (None: it can); `key_queries` how many
+    affected-key queries its replay would run. Without any measured rebuild (a target built
+    before this was recorded) a replayable model replays, and the refresh it leads to is
+    measured."""
     over = rebuild_estimate(memory)
     full = full_estimate(memory, over[0] if over else None)
     cands: List[Candidate] = []
     if replay_blocker is None:
-        seconds, basis = replay_estimate(memory, change_rows)
+        seconds, basis = replay_estimate(memory, change_rows, key_queries)
         cands.append(Candidate(REPLAY, seconds, basis))
     else:
         cands.append(Candidate(REPLAY, None, "", rejected=replay_blocker))

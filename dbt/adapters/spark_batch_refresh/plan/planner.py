@@ -6,13 +6,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Dict, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.sql.analysis import Analysis
+from dbt.adapters.spark_batch_refresh.sql.analysis import Analysis, key_query_count
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.cost import Choice, CostMemory, choose
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP, WRITING_ACTIONS, Strategy, delta_upkeep)
+    BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP, WRITING_ACTIONS, Strategy, delta_upkeep,
+    replay_rule)
 
 # Test and benchmark aid: "structural" makes refresh_mode='auto' replay whenever the model can
 # and recompute in full otherwise, without estimating costs (docs/development.md).
@@ -180,13 +181,15 @@ def plan_run(
         return _skip(config, due, consumed)
     action = REPLAY if mode == "incremental" else FULL
     summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
+    key_queries = (key_query_count(analysis.key_paths, moved) if action == REPLAY
+                   and replay_rule(analysis, config, moved) is Strategy.AFFECTED_KEYS else 1)
     return _by_cost(Plan(action, f"upstream moved: {summary}", mode, pinned=pinned,
                          consumed=consumed, fallback_reason=fallback),
-                    config, memory, change_rows, by_cost)
+                    config, memory, change_rows, by_cost, key_queries)
 
 
 def _by_cost(plan: Plan, config: BatchRefreshConfig, memory: CostMemory,
-             change_rows: Optional[int], by_cost: bool) -> Plan:
+             change_rows: Optional[int], by_cost: bool, key_queries: int = 1) -> Plan:
     """The structural plan's write chosen by refresh_mode: `overwrite` always rewrites;
     `auto` takes the cheapest estimate (cost.py); `incremental` and `full` keep their action."""
     if config.refresh_mode == "overwrite":
@@ -194,7 +197,7 @@ def _by_cost(plan: Plan, config: BatchRefreshConfig, memory: CostMemory,
     if config.refresh_mode != "auto" or not by_cost:
         return replace(plan, change_rows=change_rows)
     blocker = None if plan.action == REPLAY else (plan.fallback_reason or plan.reason)
-    choice = choose(memory, change_rows, blocker)
+    choice = choose(memory, change_rows, blocker, key_queries)
     mode = "incremental" if choice.strategy == REPLAY else "full"
     rows = "unknown" if change_rows is None else f"{change_rows:,}"
     return replace(plan, action=choice.strategy, mode=mode, choice=choice, change_rows=change_rows,

@@ -80,20 +80,25 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     except BatchRefreshUserError as exc:
         mode, fallback, error = "error", None, str(exc)
     lines = [f"batch_refresh explain: {model}"]
+    key_queries = 1
     if error:
         lines.append(f"  mode:       cannot refresh: {error}")
     elif mode == "incremental":
         moved = [u.name for u in upstreams if u.latest is not None and u.consumed is not None
                  and u.latest.version > u.consumed] or [u.name for u in upstreams]
         rule = replay_rule(analysis, replace(config, unique_key=analysis.key), moved)
-        lines.append(f"  mode:       incremental ({_RULE_WORDS[rule]}; strategy {rule})")
+        queries = ""
+        if rule is Strategy.AFFECTED_KEYS:
+            key_queries = sa.key_query_count(analysis.key_paths, moved)
+            queries = f", {key_queries} key quer{'y' if key_queries == 1 else 'ies'}"
+        lines.append(f"  mode:       incremental ({_RULE_WORDS[rule]}{queries}; strategy {rule})")
     elif config.refresh_mode == "overwrite":
         lines.append("  mode:       overwrite (recomputed and rewritten in one commit, as a `table`; "
                      "refresh_mode='overwrite')")
     else:
         lines.append(f"  mode:       full recompute (reason: {fallback})")
     lines.append(f"  refresh_mode config: {config.refresh_mode}")
-    lines.extend(_cost_lines(config, mode, fallback, last, change_rows))
+    lines.extend(_cost_lines(config, mode, fallback, last, change_rows, key_queries))
     if config.unique_key:
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")
     elif analysis.key:
@@ -173,14 +178,16 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
 
 
 def _cost_lines(config: BatchRefreshConfig, mode: str, fallback: Optional[str],
-                last: Optional[LastRefresh], change_rows: Optional[int]) -> List[str]:
+                last: Optional[LastRefresh], change_rows: Optional[int],
+                key_queries: int = 1) -> List[str]:
     """What the next refresh would write and why (refresh_mode='auto'), and the last refresh's
     estimate against what it took."""
     lines = []
     if config.refresh_mode == "auto" and mode != "error":
         memory = last.memory if last is not None else cost.CostMemory()
         choice = cost.choose(memory, change_rows,
-                             None if mode == "incremental" else (fallback or "cannot replay"))
+                             None if mode == "incremental" else (fallback or "cannot replay"),
+                             key_queries)
         rows = "unknown" if change_rows is None else f"{change_rows:,}"
         lines.append(f"  next write: {choice.strategy}, by cost ({rows} change rows waiting): "
                      f"{choice.describe()}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple
 
 import sqlglot
 from sqlglot import exp
@@ -190,6 +190,9 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
         delta, delta_reason = _delta_aggregate(sql, key, upstreams)
         if delta is not None:
             reason = None  # a global aggregate (no key) too: its one row is kept by delta
+        elif not key and _global_aggregate(tree):
+            reason = (f"is a global aggregate (no GROUP BY) that delta upkeep cannot keep "
+                      f"(it {delta_reason}): its one row depends on every input row")
     joined, joined_reason = None, None
     if blocker and len(upstreams) > 1 and reason is None:
         joined, joined_reason = dj.derive(tree)
@@ -279,6 +282,26 @@ def affected_keys_sql(
                 # whole window partitions: the keys they held at the old versions as well
                 variants.append(old)
     return parts
+
+
+def _global_aggregate(tree: exp.Expression) -> bool:
+    """The output is one aggregate row: aggregates and no GROUP BY."""
+    select = _output_select(tree)
+    return (select is not None and select.args.get("group") is None
+            and any(st.own_in(p, select, exp.AggFunc) for p in select.expressions))
+
+
+def key_query_count(paths: Sequence[kp.KeyPath], moved: Collection[str]) -> int:
+    """How many key queries `affected_keys_sql` runs when `moved` upstreams changed: one per
+    scan of a moved upstream, two where another scan moved too or a window is read whole."""
+    count = 0
+    for path in paths:
+        if path.occurrence.upstream not in moved:
+            continue
+        others = any(o.occurrence.upstream in moved for o in paths
+                     if o.occurrence.index != path.occurrence.index)
+        count += 2 if others or path.whole_partitions else 1
+    return count
 
 
 def _output_select(tree: exp.Expression) -> Optional[exp.Select]:
