@@ -25,6 +25,7 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import data, models, report  # noqa: E402
+from bench.dbt_invoke import run_models  # noqa: E402
 
 METHOD_OF_PREFIX = {"br": "replay", "tbl": "rebuild", "inc": "incremental", "au": "auto",
                     "ow": "overwrite", "fu": "full"}
@@ -53,23 +54,8 @@ class Bench:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
     def dbt_run(self, select: List[str], full_refresh: bool = False) -> List[Any]:
-        argv = ["run", "--project-dir", self.project, "--profiles-dir", self.project,
-                "--quiet", "--select", *select]
-        if full_refresh:
-            argv.append("--full-refresh")
-        cwd = os.getcwd()
-        os.chdir(self.project)
-        try:
-            res = self.dbt.invoke(argv)
-        finally:
-            os.chdir(cwd)
-        if res.result is None:
-            raise RuntimeError(f"dbt {' '.join(argv)} failed: {res.exception}")
-        results = list(res.result.results)
-        bad = [r for r in results if str(r.status) not in ("success", "RunStatus.Success")]
-        if bad:
-            raise RuntimeError("; ".join(f"{r.node.name}: {r.status} {r.message}" for r in bad))
-        return results
+        return run_models(self.dbt, self.project,
+                          ["--select", *select] + (["--full-refresh"] if full_refresh else []))
 
     def sql(self, statement: str) -> List[Any]:
         return self.spark.sql(statement).collect()

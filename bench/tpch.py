@@ -25,16 +25,12 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import tpch_data  # noqa: E402
+from bench.dbt_invoke import run_models  # noqa: E402
+from bench.tpch_data import EXAMPLE, queries  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLE = os.path.join(ROOT, "examples", "tpch", "models")
 CACHE = os.path.join(os.path.expanduser("~"), ".cache", "dbt-spark-batch-refresh", "tpch")
 SOURCE_SCHEMA = "tpch"
 SCHEMA = "tpch_bench"
-
-
-def queries() -> List[str]:
-    return sorted(f[:-4] for f in os.listdir(EXAMPLE) if re.fullmatch(r"q\d\d\.sql", f))
 
 
 def as_table(sql: str) -> str:
@@ -83,20 +79,9 @@ class TpchBench:
         print(f"[bench-tpch {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
     def dbt_run(self, select: List[str]) -> Dict[str, Any]:
-        argv = ["run", "--project-dir", self.project, "--profiles-dir", self.project, "--quiet",
-                "--vars", json.dumps({"tpch_schema": SOURCE_SCHEMA}), "--select", *select]
-        cwd = os.getcwd()
-        os.chdir(self.project)
-        try:
-            res = self.dbt.invoke(argv)
-        finally:
-            os.chdir(cwd)
-        if res.result is None:
-            raise RuntimeError(f"dbt {' '.join(argv)} failed: {res.exception}")
-        bad = [r for r in res.result.results if str(r.status) not in ("success",)]
-        if bad:
-            raise RuntimeError("; ".join(f"{r.node.name}: {r.status} {r.message}" for r in bad))
-        return {r.node.name: r for r in res.result.results}
+        results = run_models(self.dbt, self.project, [
+            "--vars", json.dumps({"tpch_schema": SOURCE_SCHEMA}), "--select", *select])
+        return {r.node.name: r for r in results}
 
     def sql(self, statement: str) -> List[Any]:
         return self.spark.sql(statement).collect()

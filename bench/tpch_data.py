@@ -20,15 +20,24 @@ changes the same rows.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from typing import List
 
+# The example project's models: q01.sql ... q22.sql, sources.yml, answers/.
+EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "examples", "tpch", "models")
 TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
 # Generated order keys stay below this for any scale factor under 160; RF1's copies of step s
 # take the original key plus s times it.
 NEW_KEYS = 1_000_000_000
+
+
+def queries() -> List[str]:
+    """The example's query models, q01 ... q22, by name."""
+    return sorted(f[:-4] for f in os.listdir(EXAMPLE) if re.fullmatch(r"q\d\d\.sql", f))
 
 
 def tpchgen() -> str:

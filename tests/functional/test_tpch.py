@@ -18,9 +18,9 @@ import pytest
 from bench import tpch_data
 from tests.functional.helpers import assert_contract, run_ok
 
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "tpch", "models")
 SCALE = 0.01  # lineitem 60k rows, orders 15k
-QUERIES = sorted(f[:-4] for f in os.listdir(EXAMPLE) if f.startswith("q") and f.endswith(".sql"))
+QUERIES = tpch_data.queries()
+EXAMPLE = tpch_data.EXAMPLE
 
 
 def _read(*parts: str) -> str:
