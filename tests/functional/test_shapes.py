@@ -140,6 +140,20 @@ where exists (select 1 from {{ source('raw', 'payments') }} p where p.order_id =
   and not exists (select 1 from {{ source('raw', 'customers') }} c
                   where c.id = o.customer_id and c.tier = 'blocked')
 """, 12),
+    # NOT IN: a NULL entering or leaving the subquery's values turns the filter for every row
+    # (void payments' amounts go NULL in random updates); correlated, only for its order.
+    Shape("s_not_in", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.amount from {{ source('raw', 'orders') }} o
+where o.amount not in (select p.amount from {{ source('raw', 'payments') }} p
+                       where p.method = 'void' and (p.amount is null or p.amount > 45))
+""", 250),
+    Shape("s_not_in_correlated", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.status from {{ source('raw', 'orders') }} o
+where o.amount not in (select p.amount from {{ source('raw', 'payments') }} p
+                       where p.order_id = o.id)
+""", 2),
     Shape("s_no_orders", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select c.id, c.name from {{ source('raw', 'customers') }} c

@@ -131,6 +131,19 @@ def test_anti_join_and_not_exists_flip():
     assert "NOT EXISTS" not in out_c and "EXISTS" in out_c
 
 
+def test_not_in_reads_the_changed_values_or_every_row_when_a_null_changed():
+    sql = ("select a.id from s.a a where a.ok and "
+           "a.x not in (select b.v as w from s.b b where b.k = a.k and b.live)")
+    assert sa.analyze(sql, ("id",)).incremental_reason is None
+    through_b = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {"s.a": 5}, {})[0]
+    changes = "(SELECT * FROM TABLE_CHANGES('s.b', 1, 2)) AS b"
+    assert (f"WHERE a.ok AND (a.x IN (SELECT b.v AS w FROM {changes} WHERE b.k = a.k AND b.live) "
+            f"OR EXISTS(SELECT 1 FROM {changes} WHERE (b.k = a.k AND b.live) AND b.v IS NULL) "
+            "OR a.x IS NULL)") in through_b, through_b
+    through_a = sa.affected_keys_sql(sql, ["id"], {"s.a": (1, 2)}, {"s.b": 5}, {})[0]
+    assert "NOT a.x IN (SELECT b.v AS w FROM s.b VERSION AS OF 5 AS b" in through_a
+
+
 def test_union_all_empties_other_branches():
     sql = "select id, v from s.a union all select id, v from s.b"
     out = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {"s.a": 4, "s.b": 2}, {})[0]
@@ -209,7 +222,8 @@ def test_a_global_aggregate_delta_upkeep_cannot_keep_says_so():
     ("select id, rand() as r from s.t", "non-deterministic function rand"),
     ("select id, uuid() as u from s.t", "non-deterministic function uuid"),
     ("select id, current_timestamp() as ts from s.t", "non-deterministic function current_timestamp"),
-    ("select id from s.a where id not in (select id from s.b)", "NOT IN"),
+    ("select id from s.a where (id, v) not in (select id, v from s.b)", "NOT IN"),
+    ("select id from s.a where v not in (select max(v) from s.b group by k)", "NOT IN over an aggregated"),
     ("select count(*) as n, 1 as id from s.t", "without GROUP BY"),
     ("select id from s.a intersect select id from s.b", "INTERSECT"),
     ("select id, (select b.v from s.b b where b.id = a.id) as m from s.a a", "SELECT list"),

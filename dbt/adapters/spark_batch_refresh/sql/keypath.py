@@ -13,8 +13,9 @@ Rules, applied to each SELECT on the way from the changed scan up to the output:
   the preserved row it matches), the NULL-extended rows of the preserved rows it matches are
   added beside (nullext.py), and the WHERE of that SELECT is dropped;
 * a LEFT ANTI JOIN / NOT EXISTS against the changed side becomes a semi join / EXISTS: a change
-  there adds or removes exactly the rows it matches; NOT IN cannot be bounded (one NULL in the
-  subquery empties the result) and falls back;
+  there adds or removes exactly the rows it matches; `x NOT IN (sub)` becomes `x IN (sub) OR
+  EXISTS (sub's rows with a NULL value) OR x IS NULL` (a NULL entering or leaving the subquery
+  turns the predicate for every row; a NULL x turns with the subquery's emptiness);
 * a scalar aggregate subquery compared in a WHERE (or HAVING) conjunct, `x < (SELECT avg(y)
   FROM t WHERE t.k = o.k)`: its value for an outer row is a function of the subquery rows that
   row selects, so it can change only for the outer rows for which a change row passes the
@@ -265,9 +266,8 @@ class _Walk:
             conjunct.replace(conjunct.this)
             self.notes.append("NOT EXISTS read as EXISTS")
         elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In):
-            raise NotIncremental(
-                "filters with NOT IN over a changing upstream, which cannot be bounded (one NULL "
-                "in the subquery empties the result); write it as NOT EXISTS")
+            conjunct.replace(self._not_in_bound(conjunct.this))
+            self.notes.append("NOT IN read as IN, or every row when a NULL changed")
         elif isinstance(conjunct, exp.In) and conjunct.args.get("query") is not None:
             if self.partial:
                 raise NotIncremental("filters with IN over an aggregated value of a changing upstream")
@@ -275,6 +275,34 @@ class _Walk:
             raise NotIncremental(
                 "reads a changing upstream in a subquery inside a WHERE expression "
                 "(only IN, EXISTS and NOT EXISTS conjuncts can be bounded)")
+
+    def _not_in_bound(self, predicate: exp.In) -> exp.Expression:
+        """`x NOT IN (sub)`, the subquery over change rows: its truth for an outer row can change
+        only when a change row's value equals x, when a NULL enters or leaves the subquery's
+        rows (then it turns for every x), or, for a NULL x, when the subquery empties or fills.
+        So: `x IN (sub) OR EXISTS (sub's rows with a NULL value) OR x IS NULL`. x stays in
+        its own scope and the subquery in place, so no name changes what it binds to; the IN
+        nested in an OR is evaluated two-valued by Spark, which is what this bound needs (a
+        NULL among the values is the EXISTS's case)."""
+        query = predicate.args.get("query")
+        inner = query.this if isinstance(query, exp.Subquery) else None
+        if (not isinstance(inner, exp.Select) or len(inner.expressions) != 1
+                or inner.expressions[0].is_star or isinstance(predicate.this, exp.Tuple)):
+            raise NotIncremental(
+                "filters with NOT IN over a changing upstream in a form that cannot be bounded "
+                "(several columns, a set operation or a star in the subquery); write it as NOT "
+                "EXISTS")
+        if self.partial:
+            raise NotIncremental("filters with NOT IN over an aggregated value of a changing upstream")
+        value = inner.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        nulls = inner.copy()
+        nulls.set("expressions", [exp.Literal.number(1)])
+        nulls.where(exp.Is(this=value.copy(), expression=exp.Null()), copy=False)
+        outer = predicate.this
+        return exp.Paren(this=exp.or_(
+            exp.In(this=outer.copy(), query=query), exp.Exists(this=nulls),
+            exp.Is(this=outer.copy(), expression=exp.Null()), copy=False))
 
     def _outputs(self, select: exp.Select, alias: Optional[str], source_partial: Set[str]) -> Set[str]:
         """Output names of `select` that are partial: aggregates over the restricted rows, or
