@@ -534,7 +534,7 @@ class Generator:
                      key[0] if len(key) == 1 else None)
 
     def semi_filters(self, sides: Sequence[Side], features: Set[str]) -> List[str]:
-        """EXISTS / NOT EXISTS / IN (subquery) against a table the model does not join."""
+        """EXISTS / NOT EXISTS / IN / NOT IN (subquery) against a table the model does not join."""
         if not self.chance(0.3):
             return []
         used = {s.source for s in sides}
@@ -562,10 +562,10 @@ class Generator:
         cols = table_cols(table)
         name = self.rng.choice([n for n in cols if n != "id" and not cols[n].domain] or ["id"])
         pred = self.predicate(f"x.{name}", cols[name])
-        form = self.rng.choice(["exists", "not exists", "in"])
+        form = self.rng.choice(["exists", "not exists", "in", "not in"])
         features.add(f"semi_{form.replace(' ', '_')}")
-        if form == "in":
-            return [f"{ref} in (select x.{column} from {source(table)} x where {pred})"]
+        if form in ("in", "not in"):
+            return [f"{ref} {form} (select x.{column} from {source(table)} x where {pred})"]
         return [f"{form} (select 1 from {source(table)} x where x.{column} = {ref} and {pred})"]
 
     def aggregates(self, sides: Sequence[Side], qualify: bool = True) -> Tuple[List[str], Dict[str, Col]]:
