@@ -140,7 +140,7 @@ def test_not_in_reads_the_changed_values_or_every_row_when_a_null_changed():
     assert (f"WHERE a.ok AND (a.x IN (SELECT b.v AS w FROM {changes} WHERE b.k = a.k AND b.live) "
             f"OR EXISTS(SELECT 1 FROM {changes} WHERE (b.k = a.k AND b.live) AND b.v IS NULL) "
             "OR a.x IS NULL)") in through_b, through_b
-    through_a = sa.affected_keys_sql(sql, ["id"], {"s.a": (1, 2)}, {"s.b": 5}, {})[0]
+    through_a = sa.affected_keys_sql(sql, ["id"], {"s.a": (1, 2)}, {"s.b": 5}, {"s.b": 5})[0]
     assert "NOT a.x IN (SELECT b.v AS w FROM s.b VERSION AS OF 5 AS b" in through_a
 
 
@@ -156,12 +156,14 @@ def test_nested_subquery_and_aggregate_filter_dropped():
     assert "n > 2" not in out and "v > 0" in out
 
 
-def test_both_sides_moved_uses_old_and_new_partners():
+def test_both_sides_moved_telescope_one_query_per_scan():
     sql = "select o.customer_id, sum(p.amount) as a from s.p p join s.o o on p.oid = o.id group by o.customer_id"
     ranges = {"s.p": (3, 4), "s.o": (7, 8)}
     out = sa.affected_keys_sql(sql, ["customer_id"], ranges, {"s.p": 4, "s.o": 8}, {"s.p": 2, "s.o": 6})
-    assert len(out) == 4  # each changed scan against the partners' new and old versions
-    assert any("s.o VERSION AS OF 6" in q for q in out) and any("s.o VERSION AS OF 8" in q for q in out)
+    # p's change meets o as it was (6); o's change meets p as it is now (4)
+    assert len(out) == 2, out
+    assert "TABLE_CHANGES('s.p', 3, 4)" in out[0] and "s.o VERSION AS OF 6" in out[0]
+    assert "TABLE_CHANGES('s.o', 7, 8)" in out[1] and "s.p VERSION AS OF 4" in out[1]
     one = sa.affected_keys_sql(sql, ["customer_id"], {"s.p": (3, 4)}, {"s.p": 4, "s.o": 8}, {})
     assert len(one) == 1
 
@@ -169,8 +171,10 @@ def test_both_sides_moved_uses_old_and_new_partners():
 def test_self_join_replaces_each_scan_separately():
     sql = "select a.id, b.v from s.t a join s.t b on a.parent = b.id"
     out = sa.affected_keys_sql(sql, ["id"], {"s.t": (1, 2)}, {"s.t": 2}, {"s.t": 0})
-    assert len(out) == 4
+    assert len(out) == 2
     assert all(q.lower().count("table_changes") == 1 for q in out)
+    # the first scan's change meets the second as it was, the second's the first as it is
+    assert "s.t VERSION AS OF 0" in out[0] and "s.t VERSION AS OF 2" in out[1]
 
 
 def test_star_on_path_projects_table_columns():
@@ -197,7 +201,7 @@ def test_an_uncorrelated_scalar_in_having_becomes_a_where_exists():
     assert analysis.key == ("k",) and analysis.incremental_reason is None
     queries = sa.affected_keys_sql(sql, ["k"], {"s.a": (1, 2)}, {"s.a": 2}, {"s.a": 0})
     inner = [q for q in queries if "EXISTS" in q]
-    assert len(inner) == 2 and len(queries) == 4, queries  # old and new partners
+    assert len(inner) == 1 and len(queries) == 2, queries  # one per scan
     for q in inner:
         assert q.startswith("SELECT `k` FROM (SELECT k, SUM(v) AS total FROM s.a VERSION AS OF")
         assert ("WHERE k > 0 AND EXISTS(SELECT 1 FROM (SELECT * FROM TABLE_CHANGES('s.a', 1, 2)) "
@@ -322,7 +326,7 @@ def test_key_query_count_follows_the_moved_scans():
            "join s.c c on c.id = o.customer_id group by o.customer_id")
     paths = sa.analyze(sql).key_paths
     assert sa.key_query_count(paths, {"s.p"}) == 1
-    assert sa.key_query_count(paths, {"s.p", "s.o"}) == 4  # each against old and new partners
-    assert sa.key_query_count(paths, {"s.p", "s.o", "s.c"}) == 6
+    assert sa.key_query_count(paths, {"s.p", "s.o"}) == 2  # one per changed scan
+    assert sa.key_query_count(paths, {"s.p", "s.o", "s.c"}) == 3
     assert len(sa.affected_keys_sql(sql, ["customer_id"], {"s.p": (1, 2), "s.o": (1, 2)},
-                                    {"s.p": 2, "s.o": 2, "s.c": 0}, {"s.p": 1, "s.o": 1})) == 4
+                                    {"s.p": 2, "s.o": 2, "s.c": 0}, {"s.p": 1, "s.o": 1})) == 2

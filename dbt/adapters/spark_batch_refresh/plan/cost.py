@@ -30,10 +30,10 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, OVERW
 # over the whole target).
 REPLAY_FLOOR_S = 3.0
 REPLAY_ROW_S = 2.0e-5
-# An affected-key replay runs one key query per moved scan of the model (two when another
-# scan moved too: old and new partners), each joining change rows to the other upstreams; the
-# floor above holds one. TPC-H at SF 0.1 (bench/README.md, "TPC-H"): replays of 6 and 10 key
-# queries took 11.1 s and 17.9 s, about 1.6 s per query beyond the first.
+# An affected-key replay runs one key query per moved scan of the model (two for a window read
+# by whole partitions), each joining change rows to the other upstreams; the floor above holds
+# one. TPC-H at SF 0.1 (bench/README.md, "TPC-H"): replays of 6 and 10 key queries took 11.1 s
+# and 17.9 s, about 1.6 s per query beyond the first (when a moved scan took two queries).
 KEY_QUERY_S = 1.5
 OVERWRITE_PER_BACKFILL = 0.5
 FULL_PER_OVERWRITE = 2.5

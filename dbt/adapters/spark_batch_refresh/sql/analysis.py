@@ -254,13 +254,15 @@ def affected_keys_sql(
     old: Mapping[str, int],
     columns_of: Optional[Callable[[str], Sequence[str]]] = None,
 ) -> List[str]:
-    """One query per (changed scan, version variant) yielding a superset of affected keys.
+    """One query per changed scan yielding a superset of affected keys.
 
-    Other scans are pinned at the new versions; when another scan's table moved too, a second
-    variant pins them at the old versions as well, so that a row that changed on both sides
-    of a join is matched against the partner it had before as well as the one it has now. A
-    window read by whole partitions always gets both variants: the keys its partitions held
-    before the change and the ones they hold after it.
+    The change from the old to the new versions is taken one scan at a time, in scan order
+    (telescoping): scan i's change rows meet the scans before it at their new versions and the
+    scans after it at their old ones. Every key whose row differs between the two endpoints
+    differs across at least one of these steps, and each step's key query bounds its step
+    for whatever versions the other scans are read at: so one query per changed scan, where
+    pinning all others at the new and then at the old versions took two. A window read by
+    whole partitions takes two: the keys its partitions hold before and after its step.
     """
     inlined = st.inline_ctes(st.parse(sql))
     scans = st.occurrences(inlined)
@@ -272,15 +274,16 @@ def affected_keys_sql(
         columns = (columns_of(occ.upstream) if columns_of is not None
                    and st.star_on_path(inlined, occ.index) else None)
         source = st.change_source(occ.upstream, start, end, columns)
-        others_moved = any(o.upstream in ranges for o in scans if o.index != occ.index)
-        variants = [new, old] if others_moved else [new]
-        for pins in variants:
-            query, path = kp.affected_keys(inlined, occ.index, key, source, pins,
-                                           pins.get(occ.upstream))
+        pins = {o.index: version for o in scans if o.index != occ.index
+                for version in [(new if o.index < occ.index else old).get(o.upstream)]
+                if version is not None}
+        query, path = kp.affected_keys(inlined, occ.index, key, source, pins,
+                                       new.get(occ.upstream))
+        parts.append(query.sql(dialect=DIALECT))
+        if path.whole_partitions:  # the keys its partitions held at the old version as well
+            query, _ = kp.affected_keys(inlined, occ.index, key, source, pins,
+                                        old.get(occ.upstream))
             parts.append(query.sql(dialect=DIALECT))
-            if path.whole_partitions and variants == [new]:
-                # whole window partitions: the keys they held at the old versions as well
-                variants.append(old)
     return parts
 
 
@@ -293,15 +296,9 @@ def _global_aggregate(tree: exp.Expression) -> bool:
 
 def key_query_count(paths: Sequence[kp.KeyPath], moved: Collection[str]) -> int:
     """How many key queries `affected_keys_sql` runs when `moved` upstreams changed: one per
-    scan of a moved upstream, two where another scan moved too or a window is read whole."""
-    count = 0
-    for path in paths:
-        if path.occurrence.upstream not in moved:
-            continue
-        others = any(o.occurrence.upstream in moved for o in paths
-                     if o.occurrence.index != path.occurrence.index)
-        count += 2 if others or path.whole_partitions else 1
-    return count
+    scan of a moved upstream, two where a window is read whole."""
+    return sum(2 if path.whole_partitions else 1 for path in paths
+               if path.occurrence.upstream in moved)
 
 
 def _output_select(tree: exp.Expression) -> Optional[exp.Select]:

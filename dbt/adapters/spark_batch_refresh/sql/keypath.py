@@ -2,7 +2,8 @@
 
 For every scan of an upstream in the model (an *occurrence*), the model is rewritten so that it
 reads that upstream's change rows (pre- and post-images) instead of the table, with every other
-scan pinned at a consistent version, and projects only the unique key. The result is a superset
+scan pinned at a version the caller picks (analysis.affected_keys_sql: the scans before it new,
+the ones after it old), and projects only the unique key. The result is a superset
 of the output keys whose rows the change can alter: a superset only costs work, a missed key
 would be a wrong answer, so every step below errs on the side of more keys.
 
@@ -85,12 +86,13 @@ def affected_keys(
     occurrence: int,
     key: Sequence[str],
     change_source: exp.Expression,
-    pins: Optional[Mapping[str, int]] = None,
+    pins: Optional[Mapping[int, int]] = None,
     partitions_at: Optional[int] = None,
 ) -> Tuple[exp.Expression, KeyPath]:
     """SELECT <key> over the model with scan `occurrence` replaced by `change_source`.
 
-    `tree` must have its CTEs inlined. `pins` pins every other scan `VERSION AS OF`. A window
+    `tree` must have its CTEs inlined. `pins` pins the other scans `VERSION AS OF`, by scan
+    index (two scans of one table may be read at different versions). A window
     whose partitions do not hold the key reads the partitions its change rows touch whole, with
     the changed scan at version `partitions_at` (None: such a window falls back); the caller
     asks for the old and the new versions, so the keys of both states are covered.
@@ -110,7 +112,7 @@ def _affected_keys(
     occurrence: int,
     key: Sequence[str],
     change_source: exp.Expression,
-    pins: Optional[Mapping[str, int]],
+    pins: Optional[Mapping[int, int]],
     partitions_at: Optional[int],
 ) -> Tuple[exp.Expression, KeyPath]:
     tree = tree.copy()
@@ -118,7 +120,7 @@ def _affected_keys(
     target = found[occurrence]
     occ = Occurrence(occurrence, st.table_name(target), target.alias_or_name)
     for i, scan in enumerate(found):
-        version = (pins or {}).get(st.table_name(scan))
+        version = (pins or {}).get(i)
         if i != occurrence and version is not None and not scan.args.get("version"):
             st.pin(scan, version)
     whole: Optional[exp.Expression] = None
