@@ -118,13 +118,13 @@ class TpchBench:
             self.log(f"step {step}: RF1 + RF2 + updates")
             for statement in tpch_data.refresh_sql(SOURCE_SCHEMA, step):
                 self.sql(statement)
-            # The first query of a table's new version pays for reading its snapshot (a Spark
-            # job, then cached in this JVM); the refreshes run first, so without this they
-            # would pay it for the tables too. Either order pays it once; warming is neutral.
+            # The first reader of a table's new version loads its snapshot (cached in this JVM
+            # after); read here, neither timed run pays it. At SF 1 this changed no ratio
+            # measurably (bench/README.md, "TPC-H"), but it keeps the two sides even.
             for table in tpch_data.TABLES:
                 self.sql(f"select count(*) from {SOURCE_SCHEMA}.{table}")
-            # Whichever runs second finds the queries' generated code compiled (Spark caches it
-            # by its text in the JVM): --tables-first gives that edge to the refreshes.
+            # The second run of a step may find JVM state the first left warm; --tables-first
+            # swaps the order to check. At SF 1 the ratio was the same either way.
             if self.args.tables_first:
                 rebuilt, rebuild_wall = self.timed_run([f"tbl_{q}" for q in qs])
                 refreshed, refresh_wall = self.timed_run(qs)
