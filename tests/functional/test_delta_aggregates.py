@@ -27,6 +27,14 @@ MODELS = {
     # A double sum is not exact by delta: its groups are recomputed, never drifted.
     "by_grp_double.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                          "select grp, sum(d) as total from {{ source('raw', 'src') }} group by grp\n",
+    # An intermediate aggregate: its GROUP BY kept in a sidecar, the rank over every group
+    # recomputed from that sidecar.
+    "grp_rank.sql": "{{ config(materialized='batch_refresh', unique_key='grp', "
+                    "aggregate_upkeep='delta') }}\n"
+                    "with t as (select grp, count(*) as n, sum(v) as total, min(v) as lo "
+                    "from {{ source('raw', 'src') }} where v >= 0 group by grp)\n"
+                    "select grp, n, total, lo, rank() over (order by total desc, grp) as rnk "
+                    "from t\n",
 }
 
 
@@ -76,7 +84,7 @@ class TestSidecar:
                             f"({200 + step}, {step % 5}, 99, null, null)")
 
         def contract() -> None:
-            for model in ("by_grp", "overall", "by_grp_double"):
+            for model in ("by_grp", "overall", "by_grp_double", "grp_rank"):
                 assert_contract(project, model)
 
         first = _run(project)
@@ -88,6 +96,7 @@ class TestSidecar:
         for model in ("by_grp", "overall"):
             assert second[model]["action"] == "replay" and second[model]["staged_from"] == "aggregate"
         assert second["by_grp_double"]["staged_from"] == "snapshot"  # recomputed, exact
+        assert second["grp_rank"]["staged_from"] == "intermediate"
         contract()
 
         # A refresh that fails between the sidecar's commit and the target's: the sidecar is
@@ -106,26 +115,39 @@ class TestSidecar:
         left = [name for name in _cached_relations()
                 if "_br_staging" in name and not name.startswith("Delta Table State")]
         assert left == [], left
+        _, output = run_dbt_and_capture(["run", "--select", "grp_rank"], expect_pass=False)
+        assert "injected fault at fail point 'after_sidecar'" in output
         monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
         change(3)
         third = _run(project)
         assert third["by_grp"]["staged_from"] == "aggregate"
         assert _operations(project, "by_grp")[:3] == ["MERGE", "RESTORE", "MERGE"]
+        # The intermediate's rest read the whole state from the restored sidecar's groups.
+        assert third["grp_rank"]["staged_from"] == "intermediate"
+        assert _operations(project, "grp_rank")[:3] == ["MERGE", "RESTORE", "MERGE"]
         contract()
 
         # A sidecar dropped by hand: the next refresh recomputes its groups and rebuilds it,
         # the one after is a delta again.
         project.run_sql(f"drop table {_sidecar(project, 'by_grp')}")
+        project.run_sql(f"drop table {_sidecar(project, 'grp_rank')}")
         change(4)
         fourth = _run(project)
         assert fourth["by_grp"]["action"] == "replay" and fourth["by_grp"]["staged_from"] == "snapshot"
+        # An intermediate without its sidecar: the model in full, merged as a difference.
+        assert fourth["grp_rank"]["action"] == "replay" and fourth["grp_rank"]["strategy"] == "full"
         contract()
         change(5)
         fifth = _run(project)
         assert fifth["by_grp"]["staged_from"] == "aggregate"
         assert fifth["overall"]["staged_from"] == "aggregate"
+        assert fifth["grp_rank"]["staged_from"] == "intermediate"
         contract()
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])
         assert "incremental (delta aggregate" in explained and "[delta aggregate] " in explained
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: grp_rank}"])
+        assert "incremental (intermediate aggregate" in explained
+        assert "intermediate: the subquery grouped by (grp) is kept in a sidecar" in explained

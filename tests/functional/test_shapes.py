@@ -203,11 +203,14 @@ from {{ source('raw', 'orders') }}
 """, 12),
     # Maintained by delta aggregation (aggdelta.py, aggregate_upkeep='delta'): counts and sums
     # from the signed change rows and the sidecar's state, min/max recomputed only for groups
-    # whose extreme left.
+    # whose extreme left; an aggregate's FILTER (WHERE ...) becomes part of its argument.
     Shape("s_agg_delta", """
 {{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
 select customer_id, count(*) as n, count(amount) as n_amount, sum(amount) as total,
-       avg(amount) as mean, min(amount) as lo, max(amount) as hi
+       avg(amount) as mean, min(amount) as lo, max(amount) as hi,
+       count(amount) filter (where customer_id > 20) as n_late,
+       sum(amount) filter (where status = 'paid') as paid,
+       count(*) filter (where status = 'new') as n_new
 from {{ source('raw', 'orders') }} where status <> 'cancelled'
 group by customer_id
 """, 2, "aggregate"),
@@ -245,6 +248,30 @@ from {{ source('raw', 'customers') }} c
 left join {{ source('raw', 'orders') }} o on o.customer_id = c.id
 group by c.tier
 """, 2, "aggregate"),
+    # Intermediate aggregates (aggregate_upkeep='delta'): the GROUP BY subquery kept in a
+    # sidecar by delta, the rest recomputed over its groups (a rank over every group; an
+    # aggregate of the aggregate over a left join, TPC-H Q13's shape) and merged as a
+    # difference.
+    Shape("s_rank_over_totals", """
+{{ config(materialized='batch_refresh', unique_key='customer_id', aggregate_upkeep='delta') }}
+with totals as (
+  select customer_id, count(*) as n, sum(amount) as total, max(amount) as top
+  from {{ source('raw', 'orders') }} where status <> 'cancelled'
+  group by customer_id)
+select customer_id, n, total, top,
+       rank() over (order by total desc nulls last, customer_id) as rnk,
+       ntile(4) over (order by n, customer_id) as quartile
+from totals
+""", 60, "intermediate"),
+    Shape("s_agg_of_agg", """
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
+select n_orders, count(*) as customers, sum(spent) as spent
+from (select c.id, count(o.id) as n_orders, coalesce(sum(o.amount), 0) as spent
+      from {{ source('raw', 'customers') }} c
+      left join {{ source('raw', 'orders') }} o on o.customer_id = c.id and o.status <> 'cancelled'
+      group by c.id) per_customer
+group by n_orders
+""", 60, "intermediate"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region

@@ -113,8 +113,9 @@ def table_cols(table: str) -> Dict[str, Col]:
 
 
 KINDS = ["rowwise", "join", "join_sub", "agg", "agg_join", "global", "distinct", "union",
-         "window", "dedup", "downstream", "union_agg", "window_join", "union_distinct", "self_join"]
-WEIGHTS = [2, 4, 4, 3, 3, 1, 2, 2, 2, 2, 3, 1, 1, 1, 2]
+         "window", "dedup", "downstream", "union_agg", "window_join", "union_distinct", "self_join",
+         "agg_report"]
+WEIGHTS = [2, 4, 4, 3, 3, 1, 2, 2, 2, 2, 3, 1, 1, 1, 2, 2]
 
 
 class Generator:
@@ -980,6 +981,48 @@ class Generator:
         return Model(name, "downstream_rowwise", body, dict(upstream.cols), [upstream.ident],
                      {"unique_key": upstream.ident}, features, upstream.ident)
 
+    def gen_agg_report(self, name: str, features: Set[str]) -> Model:
+        """A report over an aggregate (in a CTE or a FROM subquery): ranks and totals over
+        every group, or an aggregate of the aggregate; mostly with aggregate_upkeep='delta',
+        which keeps the inner GROUP BY as an intermediate aggregate."""
+        inner = self.gen_agg(name, features, join=self.chance(0.4))
+        config: Dict[str, object] = {}
+        if self.chance(0.8):
+            config["aggregate_upkeep"] = "delta"
+        keys = list(inner.key)
+        counts = [n for n, c in inner.cols.items() if c.type == "bigint" and not c.nullable]
+        values = [n for n, c in inner.cols.items() if n not in keys and c.type in NUMERIC]
+        value = self.rng.choice(values)
+        cte = self.chance(0.5)
+        source = "grouped" if cte else f"(\n{inner.body}\n) grouped"
+        head = f"with grouped as (\n{inner.body}\n)\n" if cte else ""
+        if self.chance(0.6):
+            features.add("report_rank")
+            by = ", ".join(keys)
+            part = f"partition by {keys[0]} " if len(keys) > 1 and self.chance(0.4) else ""
+            items = [f"rank() over ({part}order by {value} desc nulls last) as w_rank",
+                     f"row_number() over (order by {value}, {by}) as w_rn",
+                     f"sum({self.rng.choice(counts)}) over () as w_all"]
+            cols = {"w_rank": Col("int", False), "w_rn": Col("int", False),
+                    "w_all": Col("bigint", False)}
+            if self.chance(0.5):
+                items.append(f"ntile(3) over (order by {value} nulls first, {by}) as w_third")
+                cols["w_third"] = Col("int", False)
+            body = (f"{head}select {by}, {value}, {', '.join(items)}\nfrom {source}")
+            config["unique_key"] = keys[0] if len(keys) == 1 else keys
+            out = {**{k: inner.cols[k] for k in keys}, value: inner.cols[value], **cols}
+            return Model(name, "agg_report", body, out, keys, config, features,
+                         keys[0] if len(keys) == 1 else None)
+        features.add("report_agg_of_agg")
+        band = f"least({self.rng.choice(counts)}, {self.rng.choice([2, 3, 5])})"
+        body = (f"{head}select {band} as band, count(*) as groups, sum({value}) as total\n"
+                f"from {source}\ngroup by {band}")
+        total = inner.cols[value]
+        out = {"band": Col("bigint", False), "groups": Col("bigint", False),
+               "total": Col("decimal(30,2)" if total.type.startswith("decimal") else
+                            "double" if total.type == "double" else "bigint")}
+        return Model(name, "agg_report", body, out, ["band"], config, features, "band")
+
     # -- the catalogue ------------------------------------------------------------------
     def model(self, name: str, kind: str) -> Model:
         features: Set[str] = set()
@@ -1009,6 +1052,8 @@ class Generator:
             m = self.gen_dedup(name, features)
         elif kind == "window_join":
             m = self.gen_window_join(name, features)
+        elif kind == "agg_report":
+            m = self.gen_agg_report(name, features)
         else:
             m = self.gen_downstream(name, features)
         m.refs = sorted({p.split("'")[1] for p in m.body.split("{{ ref(")[1:]})

@@ -101,3 +101,56 @@ def test_an_aggregate_over_inner_joins_takes_its_change_rows_from_the_delta_join
     assert "raw.c VERSION AS OF 3" in plus
     analysis = sa.analyze(sql)
     assert analysis.delta is not None and analysis.delta.join is not None
+
+
+def test_a_model_over_a_grouped_subquery_keeps_that_subquery_as_its_intermediate():
+    # a rank over every group (no PARTITION BY): the key walk fails, the CTE is the split
+    ranked = sa.analyze("with t as (select g, count(*) as n, sum(v) as s from raw.a group by g) "
+                        "select g, n, rank() over (order by s desc) as r from t", ["g"])
+    assert "window function without PARTITION BY" in ranked.incremental_reason
+    middle = ranked.intermediate
+    assert middle is not None and middle.keys == ("g",)
+    sql = middle.model_over(middle.whole_state("side VERSION AS OF 3", "touched"))
+    # the rest of the model reads the whole new state: untouched groups plus touched ones
+    assert "RANK() OVER (ORDER BY s DESC)" in sql
+    assert "FROM side VERSION AS OF 3 AS _br_b LEFT ANTI JOIN touched" in sql
+    assert "UNION ALL" in sql and "WHERE (_br_n > 0)" in sql
+    sqlglot.parse_one(sql, read="spark")
+    # an aggregate of an aggregate over a left join (TPC-H Q13's shape, columns qualified)
+    nested = sa.analyze(
+        "select n_orders, count(*) as customers from (select c.id, count(o.id) as n_orders "
+        "from raw.c c left join raw.o o on o.cid = c.id and o.x <> 'y' group by c.id) per "
+        "group by n_orders")
+    assert "aggregated value" in nested.incremental_reason
+    assert nested.key == ("n_orders",) and nested.intermediate.keys == ("id",)
+    assert nested.intermediate.join is not None
+
+
+@pytest.mark.parametrize("sql, why", [
+    # a scan outside the subquery: its changes would not pass through the sidecar
+    ("select t.g, t.s, d.name, rank() over (order by t.s) as r from (select g, sum(v) as s "
+     "from raw.a group by g) t join raw.d d on d.g = t.g", "no subquery or CTE"),
+    ("with t as (select g, percentile(v, 0.5) as p from raw.a group by g) "
+     "select g, rank() over (order by p) as r from t", "its intermediate aggregate uses"),
+    # the outermost GROUP BY that delta keeps: here the innermost of three levels
+    ("select g, rank() over (order by m) as r from (select g, max(s) as m from (select g, h, "
+     "sum(v) as s from raw.a group by g, h) u where s > 0 group by g) t", None),
+])
+def test_which_models_split_at_an_intermediate(sql, why):
+    analysis = sa.analyze(sql, ["g"])
+    if why is None:
+        assert analysis.intermediate is not None and analysis.intermediate.keys == ("g", "h")
+        assert "WHERE s > 0 GROUP BY g" in analysis.intermediate.outer_sql
+    else:
+        assert analysis.intermediate is None and why in analysis.intermediate_reason
+
+
+def test_an_aggregate_filter_becomes_part_of_its_argument():
+    # a FILTER left on the state column was invalid SQL (a failed replay when it named a group
+    # key) or kept the model off delta upkeep (when it named another column)
+    agg = _derive("select k, count(x) filter (where k > 3) as c, count(*) filter (where y = 1) "
+                  "as d, sum(v) filter (where y > 0) as s from raw.t group by k")
+    assert "FILTER" not in agg.output_sql.upper()
+    assert "CASE WHEN k > 3 THEN x END AS _br_a0" in agg.input_sql
+    assert "CASE WHEN y = 1 THEN 1 END AS _br_a1" in agg.input_sql
+    assert [a.kind for a in agg.aggregates] == ["count", "count", "sum"]

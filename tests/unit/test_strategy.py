@@ -36,6 +36,9 @@ def test_replay_rule_per_shape():
     assert _rule(agg, upkeep="delta") is Strategy.DELTA_AGGREGATE
     window = "select id, row_number() over (partition by g order by v) as r from raw.a"
     assert _rule(window, ("id",)) is Strategy.AFFECTED_KEYS
+    ranked = ("with t as (select g, sum(v) as s from raw.a group by g) "
+              "select g, s, rank() over (order by s) as r from t")
+    assert _rule(ranked, ("g",), upkeep="delta") is Strategy.INTERMEDIATE
 
 
 def test_ungroupable_output_columns_keep_the_recompute():
@@ -56,6 +59,8 @@ def test_ungroupable_output_columns_keep_the_recompute():
     (Strategy.ROWWISE, True, 4, True, False, Write.REPLACE_WHERE),
     (Strategy.AFFECTED_KEYS, True, 4, False, False, Write.MERGE),
     (Strategy.FULL, True, 4, True, False, Write.MERGE_ALL),
+    # the whole model staged, even when empty: target rows it lacks are deleted
+    (Strategy.INTERMEDIATE, True, 0, True, False, Write.MERGE_ALL),
 ])
 def test_choose_write(strategy, keyed, rows, replaceable, in_place, write):
     assert choose_write(strategy, keyed=keyed, chunks=1, rows=rows, replaceable=replaceable,

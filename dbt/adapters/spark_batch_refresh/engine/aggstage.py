@@ -48,6 +48,8 @@ class AggRun:
 class AggStaged:
     state: str  # cached view: the new state of every touched group
     views: List[str]
+    # The new state of every group, as a relation (what an intermediate's outer part reads).
+    whole: str
 
 
 class SidecarUpkeep:
@@ -91,7 +93,7 @@ class SidecarUpkeep:
         if mine is not None:
             # Written by this plan already (a resumed refresh that restages): read it back.
             self._run(f"CACHE TABLE {state} AS\n{_written(agg, delta, ctx.sidecar, mine)}")
-            return AggStaged(state, views + [state])
+            return AggStaged(state, views + [state], f"{ctx.sidecar} VERSION AS OF {mine}")
         assert base is not None
         if base != int(entries[0]["version"]):
             self._run(f"RESTORE TABLE {ctx.sidecar} TO VERSION AS OF {base}")
@@ -119,7 +121,8 @@ class SidecarUpkeep:
             else:  # one row, always there: a blind overwrite costs less than a MERGE
                 self._run(f"INSERT OVERWRITE {ctx.sidecar} SELECT * FROM {state}")
         fail_point("after_sidecar")
-        return AggStaged(state, views)
+        whole = agg.whole_state(f"{ctx.sidecar} VERSION AS OF {base}", state)
+        return AggStaged(state, views, whole)
 
     def _signed_input(self, agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
                       pinned: Mapping[str, int], view: str, views: List[str]) -> Tuple[str, str]:

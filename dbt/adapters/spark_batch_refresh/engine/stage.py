@@ -20,7 +20,8 @@ from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
-from dbt.adapters.spark_batch_refresh.plan.strategy import NETTED, REPLAY_RULES, Strategy, delta_upkeep
+from dbt.adapters.spark_batch_refresh.plan.strategy import (
+    NETTED, REPLAY_RULES, Strategy, delta_upkeep, intermediate_upkeep)
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
     MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
@@ -89,8 +90,8 @@ class Stager:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
         agg_run = None
-        if analysis.delta is not None and plan.fallback_reason is None and delta_upkeep(
-                config, analysis):
+        if plan.fallback_reason is None and (delta_upkeep(config, analysis)
+                                             or intermediate_upkeep(config, analysis)):
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
@@ -103,7 +104,7 @@ class Stager:
         model_sql = pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
         extra: List[str] = []
         strategy = plan.strategy
-        delta = analysis.delta if agg_run is not None else None
+        delta = (analysis.delta or analysis.intermediate) if agg_run is not None else None
         types: Mapping[str, str] = {}
         if delta is not None:
             types, problem = self._upkeep.state_types(delta, pinned)
@@ -114,19 +115,25 @@ class Stager:
         if strategy in NETTED:
             select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
                                         view, extra)
-        elif strategy is Strategy.DELTA_AGGREGATE:
+        elif strategy in (Strategy.DELTA_AGGREGATE, Strategy.INTERMEDIATE):
             upkept = None
             if delta is not None and agg_run is not None:
                 upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
                 if upkept is None:  # no sidecar matching the target: rebuild it, recompute now
                     self._upkeep.build(delta, agg_run, pinned)
-            if upkept is not None:
+            if upkept is None:  # recomputed: the affected groups, or an intermediate's model
+                strategy = (Strategy.AFFECTED_KEYS if strategy is Strategy.DELTA_AGGREGATE
+                            else Strategy.FULL)
+            elif strategy is Strategy.INTERMEDIATE:
+                extra += upkept.views
+                # The rest of the model over every group's new state, merged as a difference.
+                rows = delta.model_over(upkept.whole)  # type: ignore[union-attr]
+                select = sqlgen.staging_full(rows, config.unique_key)
+            else:
                 extra += upkept.views
                 rows = delta.output_over(upkept.state)  # type: ignore[union-attr]
                 select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
                           if config.unique_key else sqlgen.staging_full(rows, ()))
-            else:
-                strategy = Strategy.AFFECTED_KEYS
         elif delta is not None and agg_run is not None and strategy not in REPLAY_RULES:
             self._upkeep.build(delta, agg_run, pinned)
         if select is None and strategy is Strategy.AFFECTED_KEYS and not config.unique_key:
@@ -140,7 +147,7 @@ class Stager:
             self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
             extra.append(keys)
             select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
-        elif select is None:  # backfill, full recompute
+        elif select is None:  # backfill, full recompute (an intermediate's sidecar rebuilt)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
         # Computed once into the session's cache (memory and disk), not a Delta commit.

@@ -13,7 +13,7 @@ from dbt.adapters.spark_batch_refresh.plan.cost import Choice, CostMemory, choos
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP, WRITING_ACTIONS, Strategy, delta_upkeep,
-    replay_rule)
+    intermediate_upkeep, replay_rule)
 
 # Test and benchmark aid: "structural" makes refresh_mode='auto' replay whenever the model can
 # and recompute in full otherwise, without estimating costs (docs/development.md).
@@ -109,7 +109,7 @@ def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
     elif analysis.delta is not None and not analysis.key and not delta_upkeep(config, analysis):
         blocker = ("the model is a global aggregate (no GROUP BY; aggregate_upkeep='delta' "
                    "maintains it from the change rows instead)")
-    elif analysis.incremental_reason:
+    elif analysis.incremental_reason and not intermediate_upkeep(config, analysis):
         blocker = f"the model {analysis.incremental_reason}"
     if blocker is None:
         return "incremental", None

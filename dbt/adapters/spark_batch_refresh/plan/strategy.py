@@ -45,6 +45,8 @@ class Strategy(_Named):
     DELTA_JOIN = "delta_join"  # per moved upstream: its change rows joined to the others, pinned
     DELTA_AGGREGATE = "delta_aggregate"  # old group state plus signed change rows (a sidecar)
     AFFECTED_KEYS = "affected_keys"  # the model at the pinned versions, for the affected keys
+    # A delta-kept intermediate aggregate (a sidecar), the rest of the model recomputed over it
+    INTERMEDIATE = "intermediate"
     APPEND = "append"  # keyless row-wise model: the model over the inserted rows, appended
     FULL = FULL
     OVERWRITE = OVERWRITE
@@ -65,12 +67,13 @@ class Strategy(_Named):
 
 
 REPLAY_RULES = frozenset({Strategy.ROWWISE, Strategy.DELTA_JOIN, Strategy.DELTA_AGGREGATE,
-                          Strategy.AFFECTED_KEYS, Strategy.APPEND})
+                          Strategy.AFFECTED_KEYS, Strategy.APPEND, Strategy.INTERMEDIATE})
 # The rules that stage signed change rows netted by key (sqlgen.staging_from_changes): their
 # staging marks the keys that had a row, and its apply guards new keys.
 NETTED = frozenset({Strategy.ROWWISE, Strategy.DELTA_JOIN})
 _STAGED_FROM = {Strategy.ROWWISE: "changes", Strategy.DELTA_JOIN: "join",
-                Strategy.DELTA_AGGREGATE: "aggregate", Strategy.AFFECTED_KEYS: "snapshot"}
+                Strategy.DELTA_AGGREGATE: "aggregate", Strategy.AFFECTED_KEYS: "snapshot",
+                Strategy.INTERMEDIATE: "intermediate"}
 
 
 class Write(_Named):
@@ -88,6 +91,12 @@ class Write(_Named):
 def delta_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
     """Whether the model replays by delta aggregation: it qualifies and opted in."""
     return analysis.delta is not None and config.aggregate_upkeep == "delta"
+
+
+def intermediate_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
+    """Whether the model replays over a delta-kept intermediate aggregate: its key walk
+    failed, its split qualifies (analysis.intermediate) and it opted in."""
+    return analysis.intermediate is not None and config.aggregate_upkeep == "delta"
 
 
 def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collection[str],
@@ -109,6 +118,8 @@ def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collectio
         return Strategy.DELTA_JOIN
     if delta_upkeep(config, analysis):
         return Strategy.DELTA_AGGREGATE
+    if intermediate_upkeep(config, analysis):
+        return Strategy.INTERMEDIATE
     return Strategy.AFFECTED_KEYS
 
 
@@ -127,6 +138,8 @@ def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
         # A global aggregate's replay (its one row) or a keyless full recompute: overwriting
         # keeps the table's identity.
         return Write.INSERT_OVERWRITE
+    if strategy is Strategy.INTERMEDIATE:
+        return Write.MERGE_ALL  # the whole model staged: target rows it lacks are deleted
     replays = strategy in REPLAY_RULES
     if replays and rows == 0 and chunks == 1:
         return Write.MARKER

@@ -15,7 +15,8 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan import cost
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, choose_mode
-from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, delta_upkeep, replay_rule
+from dbt.adapters.spark_batch_refresh.plan.strategy import (
+    Strategy, delta_upkeep, intermediate_upkeep, replay_rule)
 
 
 def key_sources(sql: str, key: Tuple[str, ...]) -> Dict[str, List[str]]:
@@ -66,6 +67,8 @@ _RULE_WORDS = {
     Strategy.DELTA_AGGREGATE: "delta aggregate: old state + signed change rows",
     Strategy.AFFECTED_KEYS: "affected-key replay of the change feed",
     Strategy.APPEND: "append: keyless row-wise model, inserts only",
+    Strategy.INTERMEDIATE: ("intermediate aggregate: its GROUP BY subquery kept by delta in a "
+                            "sidecar, the rest of the model recomputed over those groups"),
 }
 
 
@@ -118,8 +121,14 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                   f", consumed v{info.consumed} ({info.latest.version - info.consumed} behind)")
         feed = {True: "change feed on", False: "CHANGE FEED OFF", None: "change feed ?"}[info.change_feed]
         lines.append(f"    {info.name}: Delta v{info.latest.version}, {feed}{behind}")
+    middle = analysis.intermediate
     if mode == "incremental" and delta_upkeep(config, analysis):
         lines.extend(_delta_lines(analysis))
+    elif mode == "incremental" and middle is not None and intermediate_upkeep(config, analysis):
+        lines.append(f"  intermediate: the subquery grouped by ({', '.join(middle.keys)}) is kept "
+                     "in a sidecar from the signed change rows; the model's rest (above it: "
+                     f"{analysis.incremental_reason}) is recomputed over its groups and merged "
+                     "as a difference")
     elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         joined = analysis.delta_join
@@ -163,6 +172,10 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                              else ""))
     elif analysis.incremental_reason and mode != "incremental":
         lines.append(f"  why not incremental: the model {analysis.incremental_reason}")
+        if middle is not None:
+            lines.append(f"  intermediate aggregate: the model qualifies (a subquery grouped by "
+                         f"{', '.join(middle.keys)}); aggregate_upkeep='delta' keeps it in a "
+                         "sidecar and replays the rest over its groups")
     if (mode == "incremental" and analysis.delta_join is None and analysis.delta_join_reason
             and analysis.delta is None):
         lines.append(f"  no delta join: the model {analysis.delta_join_reason}")

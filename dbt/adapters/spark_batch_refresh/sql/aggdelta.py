@@ -33,6 +33,8 @@ SIGN = "_br_sign"
 ROWS = "_br_n"  # rows per group: a group whose count reaches 0 leaves the model
 RECOMPUTE = "_br_recompute"
 SIDECAR_SUFFIX = "__br_agg"
+# Where an intermediate aggregate's rows enter the rest of its model (DeltaAggregate.outer_sql).
+INNER = "_br_inner"
 RULE = "delta aggregate"
 
 # min/max over these compare as values (complex types keep the recompute).
@@ -63,6 +65,10 @@ class DeltaAggregate:
     # An input that joins several upstreams: its signed change rows come from the delta join
     # of the input (deltajoin.py), one term per moved upstream.
     join: Optional[dj.DeltaJoin] = None
+    # An intermediate aggregate (a GROUP BY in a subquery or CTE that reads every upstream of
+    # the model): the model's SQL with that subquery reading `_br_inner` instead. The sidecar
+    # keeps the subquery's groups; the rest of the model is recomputed over them.
+    outer_sql: Optional[str] = None
 
     # ---------------------------------------------------------------- state columns
     def state_columns(self) -> List[Tuple[str, str]]:
@@ -203,6 +209,28 @@ class DeltaAggregate:
         aggregate always has its one row, as the from-scratch query does)."""
         return self.output_sql.replace("_br_state", state)
 
+    def model_over(self, state: str) -> str:
+        """Every output row of the model from a relation holding the whole state: the
+        aggregate's own rows, or for an intermediate the rest of the model over them."""
+        rows = self.output_over(state)
+        if self.outer_sql is None:
+            return rows
+        tree = sqlglot.parse_one(self.outer_sql, read=DIALECT)
+        for table in list(tree.find_all(exp.Table)):
+            if table.name == INNER and not table.db:
+                table.replace(exp.Subquery(this=sqlglot.parse_one(rows, read=DIALECT),
+                                           alias=exp.TableAlias(this=exp.to_identifier(INNER))))
+        return tree.sql(dialect=DIALECT)
+
+    def whole_state(self, base: str, touched: str) -> str:
+        """The whole new state, as a relation: the groups of `base` the refresh did not touch
+        and every touched group's new state (`touched`; a group emptied by the change has 0
+        rows, which the output leaves out)."""
+        cols = _cols(list(self.keys) + [n for n, _ in self.state_columns()])
+        return (f"(\nSELECT {cols} FROM {base} _br_b LEFT ANTI JOIN {touched} _br_t "
+                f"ON {keys_match(self.keys, '_br_b', '_br_t')}\n"
+                f"UNION ALL\nSELECT {cols} FROM {touched}\n) _br_whole")
+
 
 def _base(spark_type: str) -> str:
     return spark_type.lower().split("(")[0].strip()
@@ -257,6 +285,7 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
             raise NotDelta(f"has {what} in its aggregating SELECT")
     if any(isinstance(n, exp.Window) for p in tree.expressions for n in p.walk()):
         raise NotDelta("has a window function in its aggregating SELECT")
+    _unfilter(tree)
     group = tree.args.get("group")
     own = [a for a in tree.find_all(exp.AggFunc) if _owner(a) is tree]
     if not own:
@@ -340,6 +369,23 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
         output = output.where(" AND ".join(f"({c})" for c in conditions), dialect=DIALECT)
     return DeltaAggregate(tuple(upstreams), keys, inner.sql(dialect=DIALECT), tuple(aggs),
                           output.sql(dialect=DIALECT), len(args), joined)
+
+
+def _unfilter(select: exp.Select) -> None:
+    """`agg(x) FILTER (WHERE c)` becomes `agg(CASE WHEN c THEN x END)` (`count(*)`: of
+    `CASE WHEN c THEN 1 END`), the same value for count, sum, avg, min and max: the condition
+    is then part of the argument, evaluated per input row, and the state keeps no FILTER."""
+    for node in list(select.find_all(exp.Filter)):
+        agg = node.this
+        if not isinstance(agg, exp.AggFunc) or _owner(node) is not select:
+            continue
+        if agg.args.get("distinct") or isinstance(agg.this, exp.Distinct) or agg.expressions:
+            continue  # not maintained by delta anyway (derive says why)
+        arg = exp.Literal.number(1) if isinstance(agg.this, exp.Star) else agg.this
+        case = exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=arg.copy())])
+        rewritten = agg.copy()
+        rewritten.set("this", case)
+        node.replace(rewritten)
 
 
 def _owner(node: exp.Expression) -> Optional[exp.Expression]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Collection, List, Mapping, Optional, Sequence, Tuple
 
 import sqlglot
@@ -65,6 +65,11 @@ class Analysis:
     # is, or when the model reads one upstream).
     delta_join: Optional[dj.DeltaJoin] = None
     delta_join_reason: Optional[str] = None
+    # A model the key walk cannot replay whose upstreams are all read by one GROUP BY in a
+    # subquery or CTE: that aggregate kept by delta in a sidecar, the rest of the model
+    # recomputed over it (aggdelta.DeltaAggregate.outer_sql); or why not.
+    intermediate: Optional[ad.DeltaAggregate] = None
+    intermediate_reason: Optional[str] = None
 
     @property
     def rowwise(self) -> bool:
@@ -152,6 +157,9 @@ def _rehearse(sql: str, analysis: Analysis) -> None:
         views = joined.key_views("_br_rehearsal")
         joined.transition_keys(sql, "_br_rehearsal", moved, _rehearsal_rows)
         joined.terms(sql, _rehearsal_rows, moved, new, old, views)
+    middle = analysis.intermediate
+    if middle is not None:
+        middle.model_over(middle.whole_state("_br_rehearsal_base", "_br_rehearsal_state"))
 
 
 def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
@@ -196,12 +204,43 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     joined, joined_reason = None, None
     if blocker and len(upstreams) > 1 and reason is None:
         joined, joined_reason = dj.derive(tree)
+    middle, middle_reason = None, None
+    if reason is not None and delta is None and key and _global_blocker(tree, tables) is None:
+        middle, middle_reason = _intermediate(tree, upstreams)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,
-                    delta_join_reason=joined_reason)
+                    delta_join_reason=joined_reason, intermediate=middle,
+                    intermediate_reason=middle_reason)
+
+
+def _intermediate(tree: exp.Expression, upstreams: Sequence[str]) -> Tuple[
+        Optional[ad.DeltaAggregate], Optional[str]]:
+    """The model split at its intermediate aggregate: the outermost subquery (a CTE inlined)
+    that reads every scan of the model and aggregates by GROUP BY what delta upkeep can keep;
+    the rest of the model reads only that subquery's rows."""
+    inlined = st.inline_ctes(tree)
+    scans = {id(t) for t in st.physical_tables(inlined)}
+    why = "no subquery or CTE that reads every upstream aggregates them by GROUP BY"
+    for sub in inlined.find_all(exp.Subquery):  # breadth first: the outermost first
+        body = sub.this
+        if (not isinstance(body, exp.Select) or not isinstance(sub.parent, (exp.From, exp.Join))
+                or not body.args.get("group")
+                or {id(t) for t in st.physical_tables(body)} != scans):
+            continue
+        keys = infer_key(body)
+        if not keys:
+            why = "its GROUP BY subquery does not output its group keys"
+            continue
+        delta, problem = _delta_aggregate(body.sql(dialect=DIALECT), keys, upstreams)
+        if delta is None:
+            why = f"its intermediate aggregate {problem}"
+            continue
+        sub.set("this", exp.select("*").from_(ad.INNER))
+        return replace(delta, outer_sql=inlined.sql(dialect=DIALECT)), None
+    return None, why
 
 
 def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[
