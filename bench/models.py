@@ -13,7 +13,10 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
             delta join of fact and dim);
 * global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
-            updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition).
+            updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition);
+* report:   a rank over every dim_id's total (a CTE grouped by dim_id, about 10 fact rows per
+            group, then `rank() over (order by sum_v desc, dim_id)`), aggregate_upkeep='delta':
+            replayed over its intermediate aggregate (the CTE's groups in a sidecar).
 
 Methods per shape:
 
@@ -33,7 +36,8 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
-SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup")
+SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
+          "report")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -71,6 +75,11 @@ _SQL = {
         "      from {fact}{inc}) x\n"
         "where rn = 1\n"
     ),
+    "report": (
+        "with totals as (select dim_id, count(*) as n, sum(v) as sum_v from {fact}{inc}\n"
+        "                group by dim_id)\n"
+        "select dim_id, n, sum_v, rank() over (order by sum_v desc, dim_id) as rnk from totals\n"
+    ),
 }
 
 _SQL["aggdelta"] = _SQL["agg"]
@@ -78,10 +87,10 @@ _SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
-         "join": "'id'", "dedup": "'dim_id'"}
+         "join": "'id'", "dedup": "'dim_id'", "report": "'dim_id'"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
-              "join_aggdelta": ", aggregate_upkeep='delta'"}
+              "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (
@@ -95,6 +104,7 @@ _INC = {
         "{% endif %}\n"
     ),
     "global": "",  # no key to merge by: dbt incremental has no faithful form of it
+    "report": "",  # a rank over every group: recomputed whole, merged by key
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
