@@ -14,9 +14,9 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
             updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition);
-* report:   a rank over every dim_id's total (a CTE grouped by dim_id, about 10 fact rows per
-            group, then `rank() over (order by sum_v desc, dim_id)`), aggregate_upkeep='delta':
-            replayed over its intermediate aggregate (the CTE's groups in a sidecar).
+* report:   a rank over every group's total (a CTE grouped by k, about 100 fact rows per group,
+            then `rank() over (order by sum_v desc, k)`), aggregate_upkeep='delta': replayed
+            over its intermediate aggregate (the CTE's groups in a sidecar).
 
 Methods per shape:
 
@@ -76,9 +76,9 @@ _SQL = {
         "where rn = 1\n"
     ),
     "report": (
-        "with totals as (select dim_id, count(*) as n, sum(v) as sum_v from {fact}{inc}\n"
-        "                group by dim_id)\n"
-        "select dim_id, n, sum_v, rank() over (order by sum_v desc, dim_id) as rnk from totals\n"
+        "with totals as (select k, count(*) as n, sum(v) as sum_v from {fact}{inc}\n"
+        "                group by k)\n"
+        "select k, n, sum_v, rank() over (order by sum_v desc, k) as rnk from totals\n"
     ),
 }
 
@@ -87,7 +87,7 @@ _SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
-         "join": "'id'", "dedup": "'dim_id'", "report": "'dim_id'"}
+         "join": "'id'", "dedup": "'dim_id'", "report": "'k'"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
               "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'"}
