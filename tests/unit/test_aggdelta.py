@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sqlglot
 
@@ -154,3 +156,24 @@ def test_an_aggregate_filter_becomes_part_of_its_argument():
     assert "CASE WHEN k > 3 THEN x END AS _br_a0" in agg.input_sql
     assert "CASE WHEN y = 1 THEN 1 END AS _br_a1" in agg.input_sql
     assert [a.kind for a in agg.aggregates] == ["count", "count", "sum"]
+
+
+def test_a_sidecar_written_under_another_state_definition_is_not_advanced():
+    from dbt.adapters.spark_batch_refresh.engine import aggstage
+    old = _derive("select k, count(x) as c from raw.t group by k")
+    new = _derive("select k, count(x) filter (where k > 3) as c from raw.t group by k")
+    assert aggstage.state_definition(old) != aggstage.state_definition(new)
+    ctx = aggstage.AggRun("st", "st.side", "p2", 2, "p1")
+
+    def entry(version, plan, definition):
+        meta = {aggstage.META_KEY: {"plan": plan, "refresh": 1}}
+        if definition is not None:
+            meta[aggstage.META_KEY]["state"] = definition
+        return {"version": version, "userMetadata": json.dumps(meta)}
+
+    mine = aggstage.state_definition(new)
+    assert aggstage._version_of([entry(4, "p1", mine)], "p1", mine) == 4
+    # the plan's version under the old definition, or from before definitions were recorded
+    assert aggstage._version_of([entry(4, "p1", aggstage.state_definition(old))], "p1", mine) is None
+    assert aggstage._version_of([entry(4, "p1", None)], "p1", mine) is None
+    assert json.loads(aggstage._metadata(ctx, new))[aggstage.META_KEY]["state"] == mine

@@ -12,6 +12,7 @@ as a model without delta upkeep would.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple
@@ -67,7 +68,7 @@ class SidecarUpkeep:
         """The whole state from the upstream at the pinned versions (backfill, recompute)."""
         body = agg.state_sql(pin_versions(agg.input_sql, pinned))
         self._run(f"CREATE SCHEMA IF NOT EXISTS {ctx.schema}")
-        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx)}):
+        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx, agg)}):
             self._run(f"CREATE OR REPLACE TABLE {ctx.sidecar} USING delta TBLPROPERTIES ("
                       "'delta.enableChangeDataFeed' = 'false', "
                       "'delta.enableDeletionVectors' = 'true') AS " + body)
@@ -81,8 +82,9 @@ class SidecarUpkeep:
         if entries is None:
             return None
         delta = f"{view}_delta"
-        mine = _version_of(entries, ctx.plan_id)
-        base = _version_of(entries, ctx.previous_plan) if ctx.previous_plan else None
+        kept = state_definition(agg)
+        mine = _version_of(entries, ctx.plan_id, kept)
+        base = _version_of(entries, ctx.previous_plan, kept) if ctx.previous_plan else None
         if mine is None and base is None:
             return None
         views: List[str] = []
@@ -111,7 +113,7 @@ class SidecarUpkeep:
             views.append(extremes)
         self._run(f"CACHE TABLE {state} AS\n{agg.final_state_sql(new, extremes)}")
         views.append(state)
-        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx)}):
+        with SessionConfs(self._run, {USER_METADATA: _metadata(ctx, agg)}):
             if not int(counts["groups"]):
                 # No group touched (the upstream moved without changing a row of the input),
                 # yet the plan's sidecar commit must exist: an empty blind INSERT commits.
@@ -153,13 +155,23 @@ class SidecarUpkeep:
             raise
 
 
-def _metadata(ctx: AggRun) -> str:
-    return json.dumps({META_KEY: {"plan": ctx.plan_id, "refresh": ctx.refresh}},
-                      separators=(",", ":"))
+def state_definition(agg: ad.DeltaAggregate) -> str:
+    """What the sidecar's columns mean (its input rows and state columns), as a short hash:
+    a sidecar written under another definition (a changed analysis in a plugin upgrade) is
+    not advanced but rebuilt, never mixed with deltas of the new one."""
+    text = agg.state_sql(agg.input_sql)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _version_of(entries: List[Dict[str, Any]], plan_id: Optional[str]) -> Optional[int]:
-    """The sidecar version written by `plan_id` (newest first; None when not among them)."""
+def _metadata(ctx: AggRun, agg: ad.DeltaAggregate) -> str:
+    return json.dumps({META_KEY: {"plan": ctx.plan_id, "refresh": ctx.refresh,
+                                  "state": state_definition(agg)}}, separators=(",", ":"))
+
+
+def _version_of(entries: List[Dict[str, Any]], plan_id: Optional[str],
+                definition: str) -> Optional[int]:
+    """The sidecar version written by `plan_id` under this state definition (newest first;
+    None when not among them, or written under another definition)."""
     for entry in entries:
         text = str(entry.get("userMetadata") or "")
         if META_KEY not in text:
@@ -169,7 +181,7 @@ def _version_of(entries: List[Dict[str, Any]], plan_id: Optional[str]) -> Option
         except (ValueError, AttributeError):
             continue
         if data.get("plan") == plan_id:
-            return int(entry["version"])
+            return int(entry["version"]) if data.get("state") == definition else None
     return None
 
 
