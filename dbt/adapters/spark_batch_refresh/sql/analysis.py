@@ -184,8 +184,10 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     inferred = infer_key(tree)
     key = tuple(unique_key) or inferred
     paths: Tuple[kp.KeyPath, ...] = ()
+    # Holds whichever upstream changes: no replay rule applies (key walk, delta, intermediate).
+    global_blocker = _global_blocker(tree, tables)
     try:
-        reason = _global_blocker(tree, tables)
+        reason = global_blocker
         if reason is None and not key:
             reason = ("has no unique_key and none can be inferred (the output is not a "
                       "GROUP BY or SELECT DISTINCT over projected columns)")
@@ -194,7 +196,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     except st.NotIncremental as exc:
         reason = str(exc)
     delta, delta_reason = None, None
-    if _global_blocker(tree, tables) is None and tree.find(exp.AggFunc) is not None:
+    if global_blocker is None and tree.find(exp.AggFunc) is not None:
         delta, delta_reason = _delta_aggregate(sql, key, upstreams)
         if delta is not None:
             reason = None  # a global aggregate (no key) too: its one row is kept by delta
@@ -205,7 +207,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     if blocker and len(upstreams) > 1 and reason is None:
         joined, joined_reason = dj.derive(tree)
     middle, middle_reason = None, None
-    if reason is not None and delta is None and key and _global_blocker(tree, tables) is None:
+    if reason is not None and delta is None and key and global_blocker is None:
         middle, middle_reason = _intermediate(tree, upstreams)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
