@@ -272,6 +272,19 @@ from (select c.id, count(o.id) as n_orders, coalesce(sum(o.amount), 0) as spent
       group by c.id) per_customer
 group by n_orders
 """, 60, "intermediate"),
+    # The same, written as a report usually is: the windows in the grouped SELECT itself
+    # (split into the aggregate and the windows over it, winsplit.py), over a join.
+    Shape("s_rank_same_select", """
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
+select o.customer_id, c.region, count(*) filter (where o.status = 'paid') as paid,
+       sum(o.amount) as total,
+       rank() over (partition by c.region order by sum(o.amount) desc nulls last, o.customer_id) as rnk,
+       sum(o.amount) * 100.0 / sum(sum(o.amount)) over () as share
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+where o.status <> 'cancelled' and c.region is not null
+group by 1, c.region
+having count(*) > 1
+""", 60, "intermediate"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region

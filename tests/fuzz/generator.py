@@ -19,8 +19,12 @@ Joins are on keys and foreign keys only (a side's id, or a column holding ids of
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+import sqlglot
+from sqlglot import exp
 
 from tests.fuzz.data import CATEGORIES, FOREIGN_KEYS, REGIONS, SCHEMA, STATUSES, TIERS, sql_literal
 
@@ -1000,6 +1004,14 @@ class Generator:
         counts = [n for n, c in inner.cols.items() if c.type == "bigint" and not c.nullable]
         values = [n for n, c in inner.cols.items() if n not in keys and c.type in NUMERIC]
         value = self.rng.choice(values)
+        if self.chance(0.3):
+            same = self.windows_in_grouped_select(inner, keys, value, counts)
+            if same is not None:
+                features.add("report_same_select")
+                body, cols = same
+                config["unique_key"] = keys[0] if len(keys) == 1 else keys
+                return Model(name, "agg_report", body, {**inner.cols, **cols}, keys, config,
+                             features, keys[0] if len(keys) == 1 else None)
         cte = self.chance(0.5)
         source = "grouped" if cte else f"(\n{inner.body}\n) grouped"
         head = f"with grouped as (\n{inner.body}\n)\n" if cte else ""
@@ -1029,6 +1041,34 @@ class Generator:
                "total": Col("decimal(30,2)" if total.type.startswith("decimal") else
                             "double" if total.type == "double" else "bigint")}
         return Model(name, "agg_report", body, out, ["band"], config, features, "band")
+
+    def windows_in_grouped_select(self, inner: Model, keys: List[str], value: str,
+                                  counts: List[str]) -> Optional[Tuple[str, Dict[str, Col]]]:
+        """The report's windows written into the aggregate's own SELECT, over its aggregate
+        expressions (as reports often are), or None when the body is not one grouped SELECT."""
+        sources = re.findall(r"\{\{ [^}]* \}\}", inner.body)
+        text = inner.body
+        for i, jinja in enumerate(sources):  # parsed as table names, put back after
+            text = text.replace(jinja, f"__jinja_{i}")
+        tree = sqlglot.parse_one(text, read="spark")
+        if not isinstance(tree, exp.Select) or tree.args.get("group") is None:
+            return None
+        exprs = {p.alias_or_name: p.unalias() for p in tree.expressions}
+        by = ", ".join(exprs[k].sql(dialect="spark") for k in keys)
+        ranked = exprs[value].sql(dialect="spark")
+        part = (f"partition by {exprs[keys[0]].sql(dialect='spark')} "
+                if len(keys) > 1 and self.chance(0.4) else "")
+        items = [f"rank() over ({part}order by {ranked} desc nulls last) as w_rank",
+                 f"row_number() over (order by {ranked}, {by}) as w_rn",
+                 f"sum({exprs[self.rng.choice(counts)].sql(dialect='spark')}) over () as w_all"]
+        cols = {"w_rank": Col("int", False), "w_rn": Col("int", False),
+                "w_all": Col("bigint", False)}
+        tree.set("expressions", tree.expressions + [
+            sqlglot.parse_one(i, read="spark") for i in items])
+        body = tree.sql(dialect="spark", pretty=True)
+        for i, jinja in reversed(list(enumerate(sources))):
+            body = body.replace(f"__jinja_{i}", jinja)
+        return body, cols
 
     # -- the catalogue ------------------------------------------------------------------
     def model(self, name: str, kind: str) -> Model:

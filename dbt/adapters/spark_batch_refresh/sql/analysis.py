@@ -24,6 +24,7 @@ from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
+from dbt.adapters.spark_batch_refresh.sql.winsplit import split_windowed
 
 
 # Functions whose value differs between evaluations: a recompute of some keys would not
@@ -222,8 +223,9 @@ def _intermediate(tree: exp.Expression, upstreams: Sequence[str]) -> Tuple[
         Optional[ad.DeltaAggregate], Optional[str]]:
     """The model split at its intermediate aggregate: the outermost subquery (a CTE inlined)
     that reads every scan of the model and aggregates by GROUP BY what delta upkeep can keep;
-    the rest of the model reads only that subquery's rows."""
-    inlined = st.inline_ctes(tree)
+    the rest of the model reads only that subquery's rows. A grouped SELECT that computes
+    windows over its groups is split into the two first (winsplit.py)."""
+    inlined = split_windowed(st.inline_ctes(tree))
     scans = {id(t) for t in st.physical_tables(inlined)}
     why = "no subquery or CTE that reads every upstream aggregates them by GROUP BY"
     for sub in inlined.find_all(exp.Subquery):  # breadth first: the outermost first

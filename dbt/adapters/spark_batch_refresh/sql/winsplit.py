@@ -1,0 +1,198 @@
+"""A grouped SELECT with window functions, split into its aggregate and the windows over it (pure).
+
+`SELECT k, sum(v) AS s, rank() OVER (ORDER BY sum(v) DESC) AS r FROM t GROUP BY k` computes
+its windows over the groups, after the aggregate. Written as two SELECTs it means the same:
+
+    SELECT _br_g0 AS k, _br_m0 AS s, rank() OVER (ORDER BY _br_m0 DESC) AS r
+    FROM (SELECT k AS _br_g0, sum(v) AS _br_m0 FROM t GROUP BY k) AS _br_split
+
+and the inner one is then an intermediate aggregate (analysis._intermediate) that delta upkeep
+can keep in a sidecar. HAVING becomes the outer WHERE, QUALIFY and ORDER BY stay outside.
+A SELECT this cannot rewrite faithfully (GROUPING SETS, ROLLUP, CUBE, GROUP BY ALL, DISTINCT, a
+WINDOW clause, an unnamed computed output, a subquery in an expression, a GROUP BY name that may
+be an output alias) is left as it is; the analysis then gives its own reason.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from sqlglot import exp
+
+GROUP_PREFIX = "_br_g"
+AGG_PREFIX = "_br_m"
+SPLIT_ALIAS = "_br_split"
+
+# Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
+# aggregates (where delta upkeep then names them as not maintained), never left outside.
+_SPARK_AGGREGATES = frozenset({
+    "any", "any_value", "approx_count_distinct", "approx_percentile", "array_agg", "avg",
+    "bit_and", "bit_or", "bit_xor", "bitmap_construct_agg", "bitmap_or_agg", "bool_and",
+    "bool_or", "collect_list", "collect_set", "corr", "count", "count_if", "count_min_sketch",
+    "covar_pop", "covar_samp", "every", "first", "first_value", "grouping", "grouping_id",
+    "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "kurtosis", "last", "last_value",
+    "listagg", "max", "max_by", "mean", "median", "min", "min_by", "mode", "percentile",
+    "percentile_approx", "percentile_cont", "percentile_disc", "regr_avgx", "regr_avgy",
+    "regr_count", "regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy",
+    "skewness", "some", "std", "stddev", "stddev_pop", "stddev_samp", "string_agg", "sum",
+    "try_avg", "try_sum", "var_pop", "var_samp", "variance",
+})
+
+
+def split_windowed(tree: exp.Expression) -> exp.Expression:
+    """A copy of `tree` with every grouped SELECT that computes window functions split in two."""
+    tree = tree.copy()
+    for select in list(tree.find_all(exp.Select)):
+        if not _windowed_group(select):
+            continue
+        split = _split(select)
+        if split is None:
+            continue
+        if select is tree:
+            tree = split
+        else:
+            select.replace(split)
+    return tree
+
+
+def _owner(node: exp.Expression) -> Optional[exp.Expression]:
+    return node.find_ancestor(exp.Select)
+
+
+def _windowed_group(select: exp.Select) -> bool:
+    group = select.args.get("group")
+    return bool(group is not None and group.expressions) and any(
+        _owner(w) is select for w in select.find_all(exp.Window))
+
+
+def _outer_parts(select: exp.Select) -> List[exp.Expression]:
+    parts: List[exp.Expression] = list(select.expressions)
+    for arg in ("having", "qualify", "order"):
+        if select.args.get(arg) is not None:
+            parts.append(select.args[arg])
+    return parts
+
+
+def _is_aggregate(node: exp.Expression) -> bool:
+    if isinstance(node, exp.AggFunc):
+        return True
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() in _SPARK_AGGREGATES
+
+
+def _window_function(node: exp.Expression) -> bool:
+    """The function a window computes (its `this`, under a FILTER too), not a group aggregate."""
+    holder = node.parent
+    if isinstance(holder, exp.Filter) and node.arg_key == "this":
+        node, holder = holder, holder.parent
+    return isinstance(holder, exp.Window) and node.arg_key == "this"
+
+
+def _group_exprs(select: exp.Select) -> Optional[List[exp.Expression]]:
+    """The GROUP BY expressions with ordinals resolved; None where a name may be an alias."""
+    group = select.args["group"]
+    if any(group.args.get(a) for a in ("grouping_sets", "cube", "rollup", "totals", "all")):
+        return None
+    aliases = {p.alias.lower(): p.unalias() for p in select.expressions if isinstance(p, exp.Alias)}
+    resolved: List[exp.Expression] = []
+    for expr in group.expressions:
+        if isinstance(expr, exp.Literal) and expr.is_int:
+            position = int(expr.name) - 1
+            if not 0 <= position < len(select.expressions):
+                return None
+            expr = select.expressions[position].unalias()
+        elif isinstance(expr, exp.Column) and not expr.table and expr.name.lower() in aliases:
+            body = aliases[expr.name.lower()]
+            # Spark reads the name as an input column first: only the same column is certain
+            if not (isinstance(body, exp.Column) and body.name.lower() == expr.name.lower()):
+                return None
+        if isinstance(expr, (exp.Rollup, exp.Cube, exp.GroupingSets)) or _contains_aggregate(expr):
+            return None
+        resolved.append(expr)
+    return resolved
+
+
+def _contains_aggregate(expr: exp.Expression) -> bool:
+    return any(_is_aggregate(n) for n in expr.walk())
+
+
+def _same_group_expr(node: exp.Expression, group: exp.Expression) -> bool:
+    if node == group:
+        return True
+    # a column named with and without its table (valid SQL makes either unambiguous)
+    return (isinstance(node, exp.Column) and isinstance(group, exp.Column)
+            and node.name.lower() == group.name.lower()
+            and (not node.table or not group.table or node.table.lower() == group.table.lower()))
+
+
+def _split(select: exp.Select) -> Optional[exp.Select]:
+    if any(select.args.get(a) for a in ("distinct", "windows", "limit", "offset")):
+        return None
+    if any(p.is_star for p in select.expressions):
+        return None
+    found = _group_exprs(select)
+    if found is None:
+        return None
+    groups: List[exp.Expression] = found
+    aggregates: Dict[str, str] = {}  # a group aggregate's SQL -> its inner column
+    inner_aggs: List[exp.Expression] = []
+
+    def lift(node: exp.Expression) -> exp.Expression:
+        # a group aggregate (a FILTER with it) becomes a column of the inner SELECT; pre-order,
+        # so `sum(sum(v)) OVER ()` lifts the inner sum and keeps the window's own
+        unit = node.this if isinstance(node, exp.Filter) else node
+        if not _is_aggregate(unit) or _window_function(node):
+            return node
+        name = aggregates.get(node.sql())
+        if name is None:
+            name = aggregates[node.sql()] = f"{AGG_PREFIX}{len(inner_aggs)}"
+            inner_aggs.append(node.copy())
+        return exp.column(name)
+
+    def keyed(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name.startswith(AGG_PREFIX):
+            return node
+        for i, group in enumerate(groups):
+            if _same_group_expr(node, group):
+                return exp.column(f"{GROUP_PREFIX}{i}")
+        return node
+
+    clauses = {arg: select.args[arg] for arg in ("having", "qualify", "order")
+               if select.args.get(arg) is not None}
+    outer_parts: List[exp.Expression] = []
+    for part in [*select.expressions, *clauses.values()]:
+        if any(isinstance(n, exp.Subquery) for n in part.walk()):
+            return None
+        outer_parts.append(part.transform(lift).transform(keyed))
+    projections: List[exp.Expression] = []
+    for original, part in zip(select.expressions, outer_parts):
+        if isinstance(original, exp.Alias):
+            projections.append(part)
+        elif isinstance(original, exp.Column):
+            projections.append(exp.alias_(part, original.name, quoted=original.this.quoted))
+        else:
+            return None  # Spark's generated name for a computed output cannot be kept
+    outputs = {p.alias_or_name.lower() for p in select.expressions}
+    rest = dict(zip(clauses, outer_parts[len(projections):]))
+    for arg, part in [("", p) for p in projections] + list(rest.items()):
+        for column in part.find_all(exp.Column):
+            if column.name.startswith((GROUP_PREFIX, AGG_PREFIX)):
+                continue
+            if arg in ("qualify", "order") and not column.table and column.name.lower() in outputs:
+                continue  # an output's name
+            return None  # a column outside the aggregates and the group keys
+    inner = select.copy()
+    for arg in ("having", "qualify", "order", "with"):
+        inner.set(arg, None)
+    inner.set("expressions", [g.copy().as_(f"{GROUP_PREFIX}{i}") for i, g in enumerate(groups)]
+              + [a.as_(f"{AGG_PREFIX}{i}") for i, a in enumerate(inner_aggs)])
+    inner.set("group", exp.Group(expressions=[g.copy() for g in groups]))
+    outer = exp.Select(expressions=projections).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
+    if select.args.get("with") is not None:
+        outer.set("with", select.args["with"].copy())
+    if "having" in rest:
+        outer.set("where", exp.Where(this=rest["having"].this))
+    for arg in ("qualify", "order"):
+        if arg in rest:
+            outer.set(arg, rest[arg])
+    return outer
