@@ -35,6 +35,11 @@ MODELS = {
                     "from {{ source('raw', 'src') }} where v >= 0 group by grp)\n"
                     "select grp, n, total, lo, rank() over (order by total desc, grp) as rnk "
                     "from t\n",
+    # Windows partitioned by a group key: a refresh recomputes the partitions it touches.
+    "sub_rank.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
+                    "select grp, id % 3 as part, count(*) as n, sum(v) as total, "
+                    "rank() over (partition by grp order by sum(v) desc, id % 3) as rnk "
+                    "from {{ source('raw', 'src') }} where v >= 0 group by grp, id % 3\n",
 }
 
 
@@ -84,7 +89,7 @@ class TestSidecar:
                             f"({200 + step}, {step % 5}, 99, null, null)")
 
         def contract() -> None:
-            for model in ("by_grp", "overall", "by_grp_double", "grp_rank"):
+            for model in ("by_grp", "overall", "by_grp_double", "grp_rank", "sub_rank"):
                 assert_contract(project, model)
 
         first = _run(project)
@@ -142,7 +147,20 @@ class TestSidecar:
         assert fifth["by_grp"]["staged_from"] == "aggregate"
         assert fifth["overall"]["staged_from"] == "aggregate"
         assert fifth["grp_rank"]["staged_from"] == "intermediate"
+        assert fifth["sub_rank"]["staged_from"] == "intermediate"
         contract()
+
+        # One row of one group changes: only that group's partition is staged and merged.
+        changed = rows(project, f"select grp, min(id) as id from {src} where v >= 0 and grp "
+                                f"is not null group by grp order by grp limit 1")[0]
+        project.run_sql(f"update {src} set v = v + 1 where id = {changed['id']}")
+        sixth = {r.node.name: r.adapter_response
+                 for r in run_dbt(["run", "--select", "sub_rank"]).results}
+        target = rows(project, f"select grp from {project.test_schema}.sub_rank")
+        in_partition = [r for r in target if r["grp"] == changed["grp"]]
+        assert sixth["sub_rank"]["staged_from"] == "intermediate"
+        assert sixth["sub_rank"]["staged_rows"] == len(in_partition) < len(target)
+        assert_contract(project, "sub_rank")
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])
@@ -151,3 +169,6 @@ class TestSidecar:
             ["run-operation", "batch_refresh_explain", "--args", "{model: grp_rank}"])
         assert "incremental (intermediate aggregate" in explained
         assert "intermediate: the subquery grouped by (grp) is kept in a sidecar" in explained
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: sub_rank}"])
+        assert "recomputed over the groups of the partitions (by grp) the change touches" in explained

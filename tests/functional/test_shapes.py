@@ -285,6 +285,19 @@ where o.status <> 'cancelled' and c.region is not null
 group by 1, c.region
 having count(*) > 1
 """, 60, "intermediate"),
+    # Windows partitioned by a group key: only the partitions (customers) the change touches
+    # are recomputed and merged by key (the fanout bounds it: the whole model has ~150 rows).
+    Shape("s_rank_in_partition", """
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
+select o.customer_id, o.product_id, count(*) as n, sum(o.amount) as total,
+       rank() over (partition by o.customer_id order by sum(o.amount) desc nulls last,
+                    o.product_id) as rnk,
+       sum(o.amount) * 100 / nullif(sum(sum(o.amount)) over (partition by o.customer_id), 0)
+         as share
+from {{ source('raw', 'orders') }} o
+where o.customer_id is not null and o.product_id is not null
+group by o.customer_id, o.product_id
+""", 30, "intermediate"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region

@@ -67,6 +67,14 @@ def test_choose_write(strategy, keyed, rows, replaceable, in_place, write):
                         in_place=in_place) is write
 
 
+def test_an_intermediates_touched_partitions_merge_by_key():
+    # rows and tombstones of the touched partitions: the rest of the target stays
+    assert choose_write(Strategy.INTERMEDIATE, keyed=True, chunks=1, rows=5, replaceable=False,
+                        in_place=False, partial=True) is Write.MERGE
+    assert choose_write(Strategy.INTERMEDIATE, keyed=True, chunks=1, rows=0, replaceable=False,
+                        in_place=False, partial=True) is Write.MARKER
+
+
 def test_several_chunks_of_nothing_still_merge():
     assert choose_write(Strategy.ROWWISE, keyed=True, chunks=2, rows=0, replaceable=False,
                         in_place=False) is Write.MERGE

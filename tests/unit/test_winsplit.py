@@ -20,21 +20,23 @@ def test_the_windows_move_outside_and_the_group_aggregates_inside():
                  "from raw.t c group by 1 having sum(v) > 0")
     outer, inner = sql.split(" FROM (", 1)
     # each group aggregate once, FILTER with it; the window's own sum stays outside
-    assert ("SELECT c.k AS _br_g0, COUNT(*) FILTER(WHERE x > 1) AS _br_m0, SUM(v) AS _br_m1 "
+    assert ("SELECT c.k AS `k`, COUNT(*) FILTER(WHERE x > 1) AS _br_m0, SUM(v) AS _br_m1 "
             "FROM raw.t AS c GROUP BY c.k) AS _br_split") in inner
-    assert outer == ("SELECT _br_g0 AS k, _br_m0 AS n, _br_m1 AS s, RANK() OVER (PARTITION BY "
-                     "_br_g0 ORDER BY _br_m1 DESC) AS r, SUM(_br_m1) OVER () AS tot, "
+    assert outer == ("SELECT `k` AS k, _br_m0 AS n, _br_m1 AS s, RANK() OVER (PARTITION BY "
+                     "`k` ORDER BY _br_m1 DESC) AS r, SUM(_br_m1) OVER () AS tot, "
                      "_br_m1 * 100.0 / SUM(_br_m1) OVER () AS share")
     assert inner.endswith("WHERE _br_m1 > 0")  # HAVING over the groups
 
 
 def test_group_expressions_and_cte_stay_what_they_were():
-    sql = _split("with x as (select * from raw.t) select k, upper(name) as un, "
-                 "ntile(4) over (order by count(*), k) as q from x group by k, upper(name)")
-    assert sql.startswith("WITH x AS (SELECT * FROM raw.t) SELECT _br_g0 AS k, _br_g1 AS un, "
-                          "NTILE(4) OVER (ORDER BY _br_m0, _br_g0) AS q FROM (SELECT k AS "
-                          "_br_g0, UPPER(name) AS _br_g1, COUNT(*) AS _br_m0 FROM x GROUP BY k, "
-                          "UPPER(name)) AS _br_split")
+    # a grouped column keeps its name, an expression (or a name taken twice) gets one
+    sql = _split("with x as (select * from raw.t) select x.k, upper(name) as un, y.k as yk, "
+                 "ntile(4) over (order by count(*), x.k) as q from x join raw.u y on x.a = y.a "
+                 "group by x.k, upper(name), y.k")
+    assert sql == ("WITH x AS (SELECT * FROM raw.t) SELECT `k` AS k, `_br_g1` AS un, `_br_g2` "
+                   "AS yk, NTILE(4) OVER (ORDER BY _br_m0, `k`) AS q FROM (SELECT x.k AS `k`, "
+                   "UPPER(name) AS `_br_g1`, y.k AS `_br_g2`, COUNT(*) AS _br_m0 FROM x JOIN "
+                   "raw.u AS y ON x.a = y.a GROUP BY x.k, UPPER(name), y.k) AS _br_split")
 
 
 @pytest.mark.parametrize("sql", [
@@ -60,8 +62,34 @@ def test_a_rank_over_its_own_groups_is_kept_as_an_intermediate():
         "raw.c cu on cu.id = o.customer_id group by o.customer_id, cu.region")
     assert analysis.key == ("customer_id", "region")
     middle = analysis.intermediate
-    assert middle is not None and middle.keys == ("_br_g0", "_br_g1") and middle.join is not None
+    assert middle is not None and middle.keys == ("customer_id", "region")
+    assert middle.join is not None
     sql = middle.model_over(middle.whole_state("side VERSION AS OF 3", "touched"))
-    assert "RANK() OVER (PARTITION BY _br_g1 ORDER BY _br_m0 DESC, _br_g0) AS rnk" in sql
-    assert sql.startswith("SELECT _br_g0 AS customer_id, _br_g1 AS region, _br_m0 AS total")
+    assert "RANK() OVER (PARTITION BY `region` ORDER BY _br_m0 DESC, `customer_id`) AS rnk" in sql
+    assert sql.startswith("SELECT `customer_id` AS customer_id, `region` AS region, _br_m0 AS total")
     sqlglot.parse_one(sql, read="spark")
+    # every window is partitioned by region: a refresh recomputes the touched regions only
+    assert middle.outer_partition == (("region", "region"),)
+    rows = middle.model_over(middle.in_touched_partitions(
+        middle.whole_state("side VERSION AS OF 3", "touched"), "touched"))
+    assert "LEFT SEMI JOIN (SELECT DISTINCT `region` FROM touched) AS _br_p" in rows
+    keys = middle.partition_keys(rows, "db.target", "touched", analysis.key)
+    assert ("SELECT _br_t.`customer_id`, _br_t.`region` FROM db.target _br_t LEFT SEMI JOIN "
+            "(SELECT DISTINCT `region` FROM touched) _br_p ON _br_t.`region` <=> _br_p.`region`"
+            ) in keys
+    sqlglot.parse_one(keys[1:keys.rindex(")")], read="spark")
+
+
+@pytest.mark.parametrize("sql, partition", [
+    ("select g, h, sum(v) as s, rank() over (partition by g order by sum(v)) as r, "
+     "lag(sum(v)) over (partition by g, h order by h) as l from raw.t group by g, h", ("g",)),
+    # a window over every group, an aggregate over the groups, a partition not in the output
+    ("select g, h, sum(v) as s, rank() over (partition by g order by sum(v)) as r, "
+     "sum(sum(v)) over () as t from raw.t group by g, h", ()),
+    ("select g, h as x, rank() over (partition by g order by sum(v)) as r from raw.t "
+     "group by g, h", ("g",)),
+])
+def test_which_window_partitions_bound_a_refresh(sql, partition):
+    middle = sa.analyze(sql).intermediate
+    assert middle is not None
+    assert tuple(i for i, _ in middle.outer_partition) == partition

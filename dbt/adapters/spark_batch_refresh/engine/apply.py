@@ -93,7 +93,8 @@ class Applier:
         return choose_write(
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
-            in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged))
+            in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged),
+            partial=staged.partial)
 
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, write: Write) -> Dict[str, int]:
@@ -187,7 +188,8 @@ class Applier:
         Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
         the winner's rows."""
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
-                             replaceable=replaceable(staged, 1), in_place=False)
+                             replaceable=replaceable(staged, 1), in_place=False,
+                             partial=staged.partial)
         if write is Write.REPLACE_WHERE and staged.new_rows:
             rows = self._fetch(sqlgen.keys_and_collisions(
                 req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))

@@ -302,7 +302,8 @@ class Refresher:
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
         run.result.strategy = run.strategy.value
-        if run.strategy in (Strategy.BACKFILL, Strategy.OVERWRITE) or not config.unique_key:
+        if (run.strategy in (Strategy.BACKFILL, Strategy.OVERWRITE) or not config.unique_key
+                or run.staged.partial):
             return 1
         return max(1, -(-run.staged.rows // config.merge_chunk_rows))
 

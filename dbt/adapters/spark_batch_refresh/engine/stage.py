@@ -52,6 +52,10 @@ class Staged:
     new_range: Optional[tuple[str, str]] = None
     # The staged keys a REPLACE WHERE lists, when the new-key check already read them.
     replace_keys: Optional[List[Any]] = None
+    # An intermediate's touched partitions only (rows and tombstones by key), not the whole
+    # model: merged by key, never as MERGE_ALL, and in one chunk (a persisted staging is
+    # resumed as a whole model's would be).
+    partial: bool = False
 
     @property
     def staged_from(self) -> Optional[str]:
@@ -95,11 +99,12 @@ class Stager:
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
-                          plan=plan, model_columns=columns, view=view, agg_run=agg_run)
+                          plan=plan, model_columns=columns, view=view, agg_run=agg_run,
+                          target=req.target)
 
     def stage(self, *, model: str, sql: str, config: BatchRefreshConfig, analysis: sa.Analysis,
               plan: Plan, model_columns: Columns, view: str,
-              agg_run: Optional[AggRun] = None) -> Staged:
+              agg_run: Optional[AggRun] = None, target: Optional[str] = None) -> Staged:
         pinned = plan.versions_to()
         model_sql = pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
         extra: List[str] = []
@@ -112,6 +117,7 @@ class Stager:
                 delta = None  # e.g. a double sum: recompute its groups, never drift
         ranges = plan.ranges()
         select: Optional[str] = None
+        partial = False
         if strategy in NETTED:
             select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
                                         view, extra)
@@ -126,9 +132,19 @@ class Stager:
                             else Strategy.FULL)
             elif strategy is Strategy.INTERMEDIATE:
                 extra += upkept.views
-                # The rest of the model over every group's new state, merged as a difference.
-                rows = delta.model_over(upkept.whole)  # type: ignore[union-attr]
-                select = sqlgen.staging_full(rows, config.unique_key)
+                assert delta is not None
+                if delta.outer_partition and config.unique_key and target:
+                    # Windows partitioned by group keys: the touched partitions' rows, by key.
+                    rows = delta.model_over(delta.in_touched_partitions(upkept.whole,
+                                                                        upkept.state))
+                    select = sqlgen.staging_affected(rows, delta.partition_keys(
+                        rows, target, upkept.state, config.unique_key), config.unique_key)
+                    partial = True
+                else:
+                    # The rest of the model over every group's new state, merged as a
+                    # difference (target rows it lacks are deleted).
+                    select = sqlgen.staging_full(delta.model_over(upkept.whole),
+                                                 config.unique_key)
             else:
                 extra += upkept.views
                 rows = delta.output_over(upkept.state)  # type: ignore[union-attr]
@@ -154,7 +170,7 @@ class Stager:
         self._run(f"CACHE TABLE {view} AS\n{select}")
         columns = sqlgen.staging_columns(
             model_columns, config.unique_key, strategy in NETTED)
-        staged = Staged(view, columns, strategy=strategy, extra_views=extra)
+        staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial)
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,
                              bounds=strategy is not Strategy.BACKFILL,

@@ -124,10 +124,11 @@ def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collectio
 
 
 def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
-                 replaceable: bool, in_place: bool) -> Write:
+                 replaceable: bool, in_place: bool, partial: bool = False) -> Write:
     """The write of a staged refresh. `replaceable`: a changes-only staging REPLACE WHERE can
     take (apply.replaceable); `in_place`: a backfill of a keyed Delta target whose columns
-    stay (merged as a difference, so downstream change feeds carry only real changes)."""
+    stay (merged as a difference, so downstream change feeds carry only real changes);
+    `partial`: an intermediate staged for its touched partitions only (rows and tombstones)."""
     if strategy is Strategy.BACKFILL:
         return Write.MERGE_ALL if in_place else Write.CREATE
     if strategy is Strategy.OVERWRITE:
@@ -138,7 +139,7 @@ def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
         # A global aggregate's replay (its one row) or a keyless full recompute: overwriting
         # keeps the table's identity.
         return Write.INSERT_OVERWRITE
-    if strategy is Strategy.INTERMEDIATE:
+    if strategy is Strategy.INTERMEDIATE and not partial:
         return Write.MERGE_ALL  # the whole model staged: target rows it lacks are deleted
     replays = strategy in REPLAY_RULES
     if replays and rows == 0 and chunks == 1:

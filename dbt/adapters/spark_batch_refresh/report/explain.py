@@ -125,10 +125,13 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     if mode == "incremental" and delta_upkeep(config, analysis):
         lines.extend(_delta_lines(analysis))
     elif mode == "incremental" and middle is not None and intermediate_upkeep(config, analysis):
+        over = ("the groups of the partitions (by "
+                f"{', '.join(o for _, o in middle.outer_partition)}) the change touches, merged "
+                "by key" if middle.outer_partition and analysis.key else
+                "all its groups, merged as a difference")
         lines.append(f"  intermediate: the subquery grouped by ({', '.join(middle.keys)}) is kept "
                      "in a sidecar from the signed change rows; the model's rest (above it: "
-                     f"{analysis.incremental_reason}) is recomputed over its groups and merged "
-                     "as a difference")
+                     f"{analysis.incremental_reason}) is recomputed over {over}")
     elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         joined = analysis.delta_join

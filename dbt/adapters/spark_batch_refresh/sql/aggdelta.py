@@ -69,6 +69,11 @@ class DeltaAggregate:
     # the model): the model's SQL with that subquery reading `_br_inner` instead. The sidecar
     # keeps the subquery's groups; the rest of the model is recomputed over them.
     outer_sql: Optional[str] = None
+    # (intermediate key column, the output column carrying it) for every key that all windows
+    # of the outer part are partitioned by: an output row then depends only on the groups of
+    # its own partition, and a refresh recomputes the partitions its touched groups are in.
+    # Empty: the outer part is recomputed whole (a window without PARTITION BY, an aggregate).
+    outer_partition: Tuple[Tuple[str, str], ...] = ()
 
     # ---------------------------------------------------------------- state columns
     def state_columns(self) -> List[Tuple[str, str]]:
@@ -230,6 +235,28 @@ class DeltaAggregate:
         return (f"(\nSELECT {cols} FROM {base} _br_b LEFT ANTI JOIN {touched} _br_t "
                 f"ON {keys_match(self.keys, '_br_b', '_br_t')}\n"
                 f"UNION ALL\nSELECT {cols} FROM {touched}\n) _br_whole")
+
+
+    def in_touched_partitions(self, whole: str, touched: str) -> str:
+        """The groups of `whole` in a partition (outer_partition) that a group of `touched`
+        is in: all the outer part reads to recompute the touched partitions' rows."""
+        inner = [i for i, _ in self.outer_partition]
+        return (f"(\nSELECT _br_whole.* FROM {whole} LEFT SEMI JOIN {self._partitions(touched)} "
+                f"ON {keys_match(inner, '_br_whole', '_br_p')}\n) _br_part")
+
+    def partition_keys(self, rows: str, target: str, touched: str,
+                       unique_key: Sequence[str]) -> str:
+        """The output keys of the touched partitions: the recomputed rows' and the target's
+        rows in those partitions (a key only the target has is deleted)."""
+        cols = ", ".join(q(k) for k in unique_key)
+        on = " AND ".join(f"_br_t.{q(o)} <=> _br_p.{q(i)}" for i, o in self.outer_partition)
+        return (f"(\nSELECT {cols} FROM (\n{rows}\n) _br_r\nUNION\n"
+                f"SELECT {', '.join(f'_br_t.{q(k)}' for k in unique_key)} FROM {target} _br_t "
+                f"LEFT SEMI JOIN {self._partitions(touched)} ON {on}\n) _br_keys")
+
+    def _partitions(self, touched: str) -> str:
+        return (f"(SELECT DISTINCT {_cols([i for i, _ in self.outer_partition])} "
+                f"FROM {touched}) _br_p")
 
 
 def _base(spark_type: str) -> str:

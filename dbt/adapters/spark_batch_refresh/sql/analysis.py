@@ -24,7 +24,8 @@ from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
-from dbt.adapters.spark_batch_refresh.sql.winsplit import split_windowed
+from dbt.adapters.spark_batch_refresh.sql.winsplit import (
+    is_aggregate, split_windowed, window_function)
 
 
 # Functions whose value differs between evaluations: a recompute of some keys would not
@@ -160,7 +161,12 @@ def _rehearse(sql: str, analysis: Analysis) -> None:
         joined.terms(sql, _rehearsal_rows, moved, new, old, views)
     middle = analysis.intermediate
     if middle is not None:
-        middle.model_over(middle.whole_state("_br_rehearsal_base", "_br_rehearsal_state"))
+        whole = middle.whole_state("_br_rehearsal_base", "_br_rehearsal_state")
+        middle.model_over(whole)
+        if middle.outer_partition and analysis.key:
+            rows = middle.model_over(middle.in_touched_partitions(whole, "_br_rehearsal_state"))
+            middle.partition_keys(rows, "_br_rehearsal_target", "_br_rehearsal_state",
+                                  analysis.key)
 
 
 def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
@@ -243,8 +249,44 @@ def _intermediate(tree: exp.Expression, upstreams: Sequence[str]) -> Tuple[
             why = f"its intermediate aggregate {problem}"
             continue
         sub.set("this", exp.select("*").from_(ad.INNER))
-        return replace(delta, outer_sql=inlined.sql(dialect=DIALECT)), None
+        return replace(delta, outer_sql=inlined.sql(dialect=DIALECT),
+                       outer_partition=_outer_partition(inlined, sub, keys)), None
     return None, why
+
+
+def _outer_partition(outer: exp.Expression, sub: exp.Subquery,
+                     keys: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
+    """The intermediate's keys that every window of the rest of the model is partitioned by,
+    each with the output column that carries it unchanged; () when an output row may depend
+    on groups outside its partition (a window without PARTITION BY, an aggregate, a join,
+    another query level) or there is no window."""
+    select = outer if isinstance(outer, exp.Select) else None
+    if (select is None or sub.parent is not select.args.get("from_")
+            or any(select.args.get(a) for a in ("joins", "group", "distinct", "windows"))):
+        return ()
+    if any(s is not select and s is not sub.this for s in select.find_all(exp.Select)):
+        return ()
+    windows = list(select.find_all(exp.Window))
+    if not windows or any(is_aggregate(n) and not window_function(n) for n in select.walk()):
+        return ()
+    names = {k.lower(): k for k in keys}
+    common: Optional[set] = None
+    for window in windows:
+        parts = {c.name.lower() for c in window.args.get("partition_by") or []
+                 if isinstance(c, exp.Column) and c.name.lower() in names}
+        common = parts if common is None else common & parts
+    pairs = []
+    for name in sorted(common or ()):
+        if any(p.is_star for p in select.expressions):
+            output: Optional[str] = names[name]
+        else:
+            output = next((p.alias_or_name for p in select.expressions
+                           if isinstance(p.unalias(), exp.Column)
+                           and p.unalias().name.lower() == name), None)
+        if output is None:
+            return ()
+        pairs.append((names[name], output))
+    return tuple(pairs)
 
 
 def _delta_aggregate(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> Tuple[

@@ -73,13 +73,13 @@ def _outer_parts(select: exp.Select) -> List[exp.Expression]:
     return parts
 
 
-def _is_aggregate(node: exp.Expression) -> bool:
+def is_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, exp.AggFunc):
         return True
     return isinstance(node, exp.Anonymous) and str(node.this).lower() in _SPARK_AGGREGATES
 
 
-def _window_function(node: exp.Expression) -> bool:
+def window_function(node: exp.Expression) -> bool:
     """The function a window computes (its `this`, under a FILTER too), not a group aggregate."""
     holder = node.parent
     if isinstance(holder, exp.Filter) and node.arg_key == "this":
@@ -112,7 +112,7 @@ def _group_exprs(select: exp.Select) -> Optional[List[exp.Expression]]:
 
 
 def _contains_aggregate(expr: exp.Expression) -> bool:
-    return any(_is_aggregate(n) for n in expr.walk())
+    return any(is_aggregate(n) for n in expr.walk())
 
 
 def _same_group_expr(node: exp.Expression, group: exp.Expression) -> bool:
@@ -133,6 +133,13 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
     if found is None:
         return None
     groups: List[exp.Expression] = found
+    # A grouped column keeps its name (the sidecar's key columns, explain); an expression, or
+    # a name taken twice, gets a generated one.
+    names: List[str] = []
+    for i, group in enumerate(groups):
+        plain = isinstance(group, exp.Column) and not group.name.lower().startswith("_br_")
+        taken = plain and group.name.lower() in {n.lower() for n in names}
+        names.append(group.name if plain and not taken else f"{GROUP_PREFIX}{i}")
     aggregates: Dict[str, str] = {}  # a group aggregate's SQL -> its inner column
     inner_aggs: List[exp.Expression] = []
 
@@ -140,7 +147,7 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
         # a group aggregate (a FILTER with it) becomes a column of the inner SELECT; pre-order,
         # so `sum(sum(v)) OVER ()` lifts the inner sum and keeps the window's own
         unit = node.this if isinstance(node, exp.Filter) else node
-        if not _is_aggregate(unit) or _window_function(node):
+        if not is_aggregate(unit) or window_function(node):
             return node
         name = aggregates.get(node.sql())
         if name is None:
@@ -149,11 +156,12 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
         return exp.column(name)
 
     def keyed(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.name.startswith(AGG_PREFIX):
-            return node
+        if isinstance(node, exp.Column) and (node.name.startswith(AGG_PREFIX)
+                                             or node.this.quoted and not node.table):
+            return node  # a lifted aggregate, or a group key already replaced
         for i, group in enumerate(groups):
             if _same_group_expr(node, group):
-                return exp.column(f"{GROUP_PREFIX}{i}")
+                return exp.column(names[i], quoted=True)
         return node
 
     clauses = {arg: select.args[arg] for arg in ("having", "qualify", "order")
@@ -175,7 +183,7 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
     rest = dict(zip(clauses, outer_parts[len(projections):]))
     for arg, part in [("", p) for p in projections] + list(rest.items()):
         for column in part.find_all(exp.Column):
-            if column.name.startswith((GROUP_PREFIX, AGG_PREFIX)):
+            if column.name.startswith(AGG_PREFIX) or column.name in names:
                 continue
             if arg in ("qualify", "order") and not column.table and column.name.lower() in outputs:
                 continue  # an output's name
@@ -183,7 +191,7 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
     inner = select.copy()
     for arg in ("having", "qualify", "order", "with"):
         inner.set(arg, None)
-    inner.set("expressions", [g.copy().as_(f"{GROUP_PREFIX}{i}") for i, g in enumerate(groups)]
+    inner.set("expressions", [g.copy().as_(n, quoted=True) for n, g in zip(names, groups)]
               + [a.as_(f"{AGG_PREFIX}{i}") for i, a in enumerate(inner_aggs)])
     inner.set("group", exp.Group(expressions=[g.copy() for g in groups]))
     outer = exp.Select(expressions=projections).from_(
