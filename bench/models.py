@@ -17,6 +17,10 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * report:   a rank over every group's total (a CTE grouped by k, about 100 fact rows per group,
             then `rank() over (order by sum_v desc, k)`), aggregate_upkeep='delta': replayed
             over its intermediate aggregate (the CTE's groups in a sidecar).
+* report_part: a rank of each k's ten value bands, in the grouped SELECT itself (GROUP BY k,
+            pmod(v, 10), `rank() over (partition by k order by sum(v) desc, ...)`),
+            aggregate_upkeep='delta': replayed over its intermediate aggregate, recomputing
+            only the k partitions the change touches.
 
 Methods per shape:
 
@@ -37,7 +41,7 @@ import os
 from typing import Dict, List
 
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
-          "report")
+          "report", "report_part")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -80,6 +84,12 @@ _SQL = {
         "                group by k)\n"
         "select k, n, sum_v, rank() over (order by sum_v desc, k) as rnk from totals\n"
     ),
+    "report_part": (
+        "select k, pmod(v, 10) as band, count(*) as n, sum(v) as sum_v,\n"
+        "       rank() over (partition by k order by sum(v) desc, pmod(v, 10)) as rnk\n"
+        "from {fact}{inc}\n"
+        "group by k, pmod(v, 10)\n"
+    ),
 }
 
 _SQL["aggdelta"] = _SQL["agg"]
@@ -87,10 +97,12 @@ _SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
-         "join": "'id'", "dedup": "'dim_id'", "report": "'k'"}
+         "join": "'id'", "dedup": "'dim_id'", "report": "'k'",
+         "report_part": "['k', 'band']"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
-              "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'"}
+              "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'",
+              "report_part": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (
@@ -105,6 +117,7 @@ _INC = {
     ),
     "global": "",  # no key to merge by: dbt incremental has no faithful form of it
     "report": "",  # a rank over every group: recomputed whole, merged by key
+    "report_part": "",  # the same, for simplicity (the comparison is with the table build)
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"

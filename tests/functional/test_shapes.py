@@ -298,6 +298,16 @@ from {{ source('raw', 'orders') }} o
 where o.customer_id is not null and o.product_id is not null
 group by o.customer_id, o.product_id
 """, 30, "intermediate"),
+    # The same without the opt-in: its split form replays by affected keys (partitions).
+    Shape("s_rank_in_partition_keys", """
+{{ config(materialized='batch_refresh') }}
+select o.customer_id, o.product_id, count(*) as n, sum(o.amount) as total,
+       rank() over (partition by o.customer_id order by sum(o.amount) desc nulls last,
+                    o.product_id) as rnk
+from {{ source('raw', 'orders') }} o
+where o.customer_id is not null and o.product_id is not null
+group by o.customer_id, o.product_id
+""", 30, "snapshot"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}
 select t.customer_id, t.total, t.n, c.region

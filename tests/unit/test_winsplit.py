@@ -93,3 +93,18 @@ def test_which_window_partitions_bound_a_refresh(sql, partition):
     middle = sa.analyze(sql).intermediate
     assert middle is not None
     assert tuple(i for i, _ in middle.outer_partition) == partition
+
+
+def test_a_partitioned_rank_in_the_grouped_select_replays_by_its_split_form():
+    # the model as written fails the key walk; its split form is read by partition
+    sql = ("select k, pmod(v, 10) as band, sum(v) as s, rank() over (partition by k order by "
+           "sum(v) desc, pmod(v, 10)) as r from raw.fact group by k, pmod(v, 10)")
+    analysis = sa.analyze(sql)
+    assert analysis.incremental_reason is None and analysis.key == ("k", "band")
+    assert analysis.replay_sql is not None and "AS _br_split" in analysis.replay_sql
+    assert [p.rule for p in analysis.key_paths] == ["partition recompute"]
+    # the fingerprint is the model's own: nothing rebuilds for the new form
+    assert analysis.normalized_sql == sa.analyze(sql.replace("rank()", "rank ()")).normalized_sql
+    assert "_br_split" not in analysis.normalized_sql
+    # with aggregate_upkeep='delta' its intermediate is still there to keep
+    assert analysis.intermediate is not None and analysis.intermediate.outer_partition

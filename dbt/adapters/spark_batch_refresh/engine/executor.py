@@ -134,6 +134,8 @@ class Refresher:
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key)
+        if analysis.replay_sql is not None:
+            req = replace(req, sql=analysis.replay_sql)  # same rows; the form that replays
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
         store = StateStore(req.state_schema, self._fetch, self._run)

@@ -72,6 +72,9 @@ class Analysis:
     # recomputed over it (aggdelta.DeltaAggregate.outer_sql); or why not.
     intermediate: Optional[ad.DeltaAggregate] = None
     intermediate_reason: Optional[str] = None
+    # The SQL a refresh runs when it is not the model's own: its grouped SELECTs with windows
+    # split in two (winsplit.py), the form the key walk replays (same rows, same columns).
+    replay_sql: Optional[str] = None
 
     @property
     def rowwise(self) -> bool:
@@ -118,7 +121,8 @@ def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
     try:
         fail_point("during_analysis")
         analysis = _analyze(sql, unique_key)
-        _rehearse(sql, analysis)
+        analysis = _split_for_replay(sql, unique_key, analysis) or analysis
+        _rehearse(analysis.replay_sql or sql, analysis)
         return analysis
     except st.NotIncremental as exc:
         return _unreplayable(sql, unique_key, str(exc))
@@ -139,6 +143,30 @@ def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
         upstreams, normalized, shape, errors = (), " ".join(sql.split()), "unparsed", ()
     return Analysis(upstreams, shape, reason, normalized, key=tuple(unique_key),
                     key_errors=errors, incremental_reason=reason)
+
+
+def _split_for_replay(sql: str, unique_key: Sequence[str],
+                      analysis: Analysis) -> Optional[Analysis]:
+    """The model with its grouped windows split (the aggregate in a subquery, the windows
+    over it), when that form replays by the key walk and the model as written does not: a
+    rank partitioned by a group key replays by affected keys as its CTE form does. Its
+    fingerprint stays the model's own (normalized_sql), so nothing rebuilds for the change."""
+    if analysis.incremental_reason is None or analysis.shape == "unparsed" or not analysis.key:
+        return None
+    tree = st.parse(sql)
+    split = split_windowed(tree)
+    if split == tree:
+        return None
+    replay_sql = split.sql(dialect=DIALECT)
+    other = _analyze(replay_sql, tuple(unique_key) or analysis.key)
+    if other.incremental_reason is not None:
+        return None
+    # The intermediate stays the one found for the model as written: with
+    # aggregate_upkeep='delta' it is still kept in a sidecar (replay_rule prefers it).
+    return replace(other, normalized_sql=analysis.normalized_sql, key=analysis.key,
+                   inferred_key=analysis.inferred_key, key_errors=analysis.key_errors,
+                   replay_sql=replay_sql, intermediate=analysis.intermediate,
+                   intermediate_reason=analysis.intermediate_reason)
 
 
 def _rehearse(sql: str, analysis: Analysis) -> None:
