@@ -20,7 +20,9 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * report_part: a rank of each k's ten value bands, in the grouped SELECT itself (GROUP BY k,
             pmod(v, 10), `rank() over (partition by k order by sum(v) desc, ...)`),
             aggregate_upkeep='delta': replayed over its intermediate aggregate, recomputing
-            only the k partitions the change touches.
+            only the k partitions the change touches;
+* report_part_keys: the same without the opt-in: replayed by affected keys (the touched k
+            partitions recomputed from the fact table).
 
 Methods per shape:
 
@@ -41,7 +43,7 @@ import os
 from typing import Dict, List
 
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
-          "report", "report_part")
+          "report", "report_part", "report_part_keys")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -93,12 +95,13 @@ _SQL = {
 }
 
 _SQL["aggdelta"] = _SQL["agg"]
+_SQL["report_part_keys"] = _SQL["report_part"]
 _SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
          "join": "'id'", "dedup": "'dim_id'", "report": "'k'",
-         "report_part": "['k', 'band']"}
+         "report_part": "['k', 'band']", "report_part_keys": "['k', 'band']"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
               "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'",
@@ -118,6 +121,7 @@ _INC = {
     "global": "",  # no key to merge by: dbt incremental has no faithful form of it
     "report": "",  # a rank over every group: recomputed whole, merged by key
     "report_part": "",  # the same, for simplicity (the comparison is with the table build)
+    "report_part_keys": "",
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"

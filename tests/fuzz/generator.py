@@ -492,9 +492,11 @@ class Generator:
         items, cols = self.projection(self.nulled(sides, joins), self.rng.randint(2, 5))
         cols.pop(key_name, None)
         items = [i for i in items if not i.endswith(f" as {key_name}")]
-        for j in joins:
+        for n, j in enumerate(joins):
             merged = j.on[len("using ("):-1] if j.using else ""
-            if merged and self.chance(0.6):
+            # unqualified, the name is ambiguous once a later side has a column of that name
+            later = any(merged in later_join.side.cols for later_join in joins[n + 1:])
+            if merged and self.chance(0.6) and not later:
                 # the merged column of a USING join: coalesce(left, right) under a FULL join
                 items.append(f"{merged} as using_{merged}")
                 cols[f"using_{merged}"] = Col("int", True, j.side.cols[merged].domain, merged)
