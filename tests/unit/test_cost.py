@@ -145,3 +145,12 @@ def test_an_affected_key_replay_is_priced_by_its_key_queries():
     memory = CostMemory().add("backfill", Sample(10.0, 1000))
     assert choose(memory, 100, None).strategy == "replay"
     assert choose(memory, 100, None, key_queries=10).strategy == "overwrite"
+    # A query beyond the first also pays a share of the model's own scan (its rebuild): a
+    # window's whole partitions at two versions (bench report_part_keys: 23.8 s against a
+    # 5.2 s overwrite at 10M rows; the fixed default alone said 4.7 s and replayed).
+    scanned, _ = cost.replay_estimate(CostMemory(), 10_000, key_queries=2, scan_s=5.2)
+    assert scanned == pytest.approx(cost.REPLAY_FLOOR_S + cost.KEY_QUERY_S
+                                    + cost.KEY_QUERY_SCAN_SHARE * 5.2 + 10_000 * cost.REPLAY_ROW_S)
+    large = CostMemory().add("overwrite", Sample(5.2, 100_000))
+    assert choose(large, 10_000, None, key_queries=2).strategy == "overwrite"
+    assert choose(large, 10_000, None, key_queries=1).strategy == "replay"

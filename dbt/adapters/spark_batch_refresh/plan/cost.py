@@ -35,6 +35,11 @@ REPLAY_ROW_S = 2.0e-5
 # one. TPC-H at SF 0.1 (bench/README.md, "TPC-H"): replays of 6 and 10 key queries took 11.1 s
 # and 17.9 s, about 1.6 s per query beyond the first (when a moved scan took two queries).
 KEY_QUERY_S = 1.5
+# Such a query beyond the first reads upstream tables (other sides of a join, or a window's
+# whole partitions at the old and the new versions): a share of the model's own scan, priced
+# by its measured rebuild. bench `report_part_keys` (a rank partitioned by k, two key queries):
+# 8.6 s against a 1.8 s overwrite at 1M rows, 23.8 s against 5.2 s at 10M.
+KEY_QUERY_SCAN_SHARE = 0.5
 OVERWRITE_PER_BACKFILL = 0.5
 FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
@@ -108,14 +113,16 @@ class Candidate:
 
 
 def replay_estimate(memory: CostMemory, change_rows: Optional[int],
-                    key_queries: int = 1) -> Tuple[float, str]:
+                    key_queries: int = 1, scan_s: Optional[float] = None) -> Tuple[float, str]:
     """Seconds of a replay of `change_rows`: a floor plus a cost per row, both fitted to the
     model's measured replays (least squares over the kept samples) where it has some; before
-    that, the default floor plus `KEY_QUERY_S` per key query beyond the first."""
+    that, the default floor plus, per key query beyond the first, `KEY_QUERY_S` and a share
+    of `scan_s` (the model's estimated rebuild, when known)."""
     rows = change_rows or 0
     xs = [x for x in memory.of(REPLAY) if x.rows is not None]
     if not xs:
-        extra = KEY_QUERY_S * max(0, key_queries - 1)
+        per_query = KEY_QUERY_S + KEY_QUERY_SCAN_SHARE * (scan_s or 0.0)
+        extra = per_query * max(0, key_queries - 1)
         return REPLAY_FLOOR_S + extra + REPLAY_ROW_S * rows, "default"
     per_row = REPLAY_ROW_S
     if len({x.rows for x in xs}) > 1:
@@ -169,7 +176,8 @@ def choose(memory: CostMemory, change_rows: Optional[int],
     full = full_estimate(memory, over[0] if over else None)
     cands: List[Candidate] = []
     if replay_blocker is None:
-        seconds, basis = replay_estimate(memory, change_rows, key_queries)
+        seconds, basis = replay_estimate(memory, change_rows, key_queries,
+                                         over[0] if over else None)
         cands.append(Candidate(REPLAY, seconds, basis))
     else:
         cands.append(Candidate(REPLAY, None, "", rejected=replay_blocker))
