@@ -73,6 +73,9 @@ def test_a_rank_over_its_own_groups_is_kept_as_an_intermediate():
     rows = middle.model_over(middle.in_touched_partitions(
         middle.whole_state("side VERSION AS OF 3", "touched"), "touched"))
     assert "LEFT SEMI JOIN (SELECT DISTINCT `region` FROM touched) AS _br_p" in rows
+    # a resumed plan reads its own sidecar version, a relation without an alias
+    resumed = middle.model_over(middle.in_touched_partitions("side VERSION AS OF 4", "touched"))
+    assert "FROM (SELECT * FROM side VERSION AS OF 4) AS _br_w LEFT SEMI JOIN" in resumed
     keys = middle.partition_keys(rows, "db.target", "touched", analysis.key)
     assert ("SELECT _br_t.`customer_id`, _br_t.`region` FROM db.target _br_t LEFT SEMI JOIN "
             "(SELECT DISTINCT `region` FROM touched) _br_p ON _br_t.`region` <=> _br_p.`region`"

@@ -241,8 +241,9 @@ class DeltaAggregate:
         """The groups of `whole` in a partition (outer_partition) that a group of `touched`
         is in: all the outer part reads to recompute the touched partitions' rows."""
         inner = [i for i, _ in self.outer_partition]
-        return (f"(\nSELECT _br_whole.* FROM {whole} LEFT SEMI JOIN {self._partitions(touched)} "
-                f"ON {keys_match(inner, '_br_whole', '_br_p')}\n) _br_part")
+        # `whole` is an aliased subquery, or a sidecar version (a resumed plan): named here.
+        return (f"(\nSELECT _br_w.* FROM (SELECT * FROM {whole}) _br_w LEFT SEMI JOIN "
+                f"{self._partitions(touched)} ON {keys_match(inner, '_br_w', '_br_p')}\n) _br_part")
 
     def partition_keys(self, rows: str, target: str, touched: str,
                        unique_key: Sequence[str]) -> str:
