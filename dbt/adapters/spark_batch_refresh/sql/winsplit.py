@@ -65,14 +65,6 @@ def _windowed_group(select: exp.Select) -> bool:
         _owner(w) is select for w in select.find_all(exp.Window))
 
 
-def _outer_parts(select: exp.Select) -> List[exp.Expression]:
-    parts: List[exp.Expression] = list(select.expressions)
-    for arg in ("having", "qualify", "order"):
-        if select.args.get(arg) is not None:
-            parts.append(select.args[arg])
-    return parts
-
-
 def is_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, exp.AggFunc):
         return True
