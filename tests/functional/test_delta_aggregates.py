@@ -172,3 +172,4 @@ class TestSidecar:
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: sub_rank}"])
         assert "recomputed over the groups of the partitions (by grp) the change touches" in explained
+        assert "above it: None" not in explained  # replayed through its split form

@@ -129,9 +129,12 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
                 f"{', '.join(o for _, o in middle.outer_partition)}) the change touches, merged "
                 "by key" if middle.outer_partition and analysis.key else
                 "all its groups, merged as a difference")
+        # A model replayed through its split form has no reason of its own left to show.
+        above = (f" (above it: {analysis.incremental_reason})"
+                 if analysis.incremental_reason else "")
         lines.append(f"  intermediate: the subquery grouped by ({', '.join(middle.keys)}) is kept "
-                     "in a sidecar from the signed change rows; the model's rest (above it: "
-                     f"{analysis.incremental_reason}) is recomputed over {over}")
+                     f"in a sidecar from the signed change rows; the model's rest{above} is "
+                     f"recomputed over {over}")
     elif mode == "incremental" and analysis.key:
         lines.append("  key paths (how a changed upstream row reaches the output keys):")
         joined = analysis.delta_join

@@ -19,6 +19,8 @@ from typing import Dict, List, Optional
 
 from sqlglot import exp
 
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+
 GROUP_PREFIX = "_br_g"
 AGG_PREFIX = "_br_m"
 SPLIT_ALIAS = "_br_split"
@@ -55,14 +57,9 @@ def split_windowed(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _owner(node: exp.Expression) -> Optional[exp.Expression]:
-    return node.find_ancestor(exp.Select)
-
-
 def _windowed_group(select: exp.Select) -> bool:
     group = select.args.get("group")
-    return bool(group is not None and group.expressions) and any(
-        _owner(w) is select for w in select.find_all(exp.Window))
+    return bool(group is not None and group.expressions) and st.own(select, exp.Window)
 
 
 def is_aggregate(node: exp.Expression) -> bool:
