@@ -67,6 +67,21 @@ def test_replace_keys_and_their_check_are_one_read():
     assert "FROM st s LEFT JOIN s.t t ON t.`id` = s._br_k_0 AND t.`id` BETWEEN 1 AND 9" in sql
 
 
+def test_recomputed_keys_are_compared_with_the_target_in_one_read():
+    sql = sqlgen.keys_against_target("s.t", "st", ["id"], ["id", "v", "m"], ("1", "9"),
+                                     unordered=["m"])
+    assert sql.startswith("SELECT s._br_k_0 AS k, s._br_present IS NOT NULL AS present, "
+                          "t.`id` IS NOT NULL AS existed, ")
+    # equal rows are `same` (left out of the REPLACE WHERE); a map compares as JSON text
+    assert ("AND NOT (NOT (t.`v` <=> s.`v`) OR NOT (to_json(t.`m`) <=> to_json(s.`m`))), "
+            "false) AS same") in sql
+    assert "LEFT JOIN s.t t ON t.`id` = s._br_k_0 AND t.`id` BETWEEN 1 AND 9" in sql
+    assert sql.endswith("WHERE s._br_k_0 IS NOT NULL")  # a NULL key's tombstone matches nothing
+    listed = sqlgen.replace_where("s.t", "st", "id", ["3"], ["id", "v"], ("3", "3"),
+                                  listed_only=True)
+    assert listed.endswith("SELECT `id`, `v` FROM st WHERE _br_present AND `id` IN (3)")
+
+
 def test_key_quality_counts_null_keys_of_output_rows_only():
     sql = sqlgen.key_quality("st", ["a", "b"])
     # a tombstone with a NULL key (outer join) is no NULL output key, but is outside DISTINCT
@@ -96,6 +111,12 @@ def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
     assert not replaceable(Staged("st", cols, rows=10), 1)  # no literal range (2 key columns)
     snapshot = [c for c in cols if c[0] != sqlgen.HAD_OLD]  # recomputed keys: no old-row mark
     assert not replaceable(Staged("st", snapshot, rows=10, key_range=("1", "9")), 1)
+    # ... unless the staging holds every model row of its keys (recomputed for them)
+    whole = Staged("st", snapshot, rows=10, key_range=("1", "9"), whole_keys=True)
+    assert replaceable(whole, 1) and not replaceable(whole, 2)
+    assert not replaceable(Staged("st", snapshot, rows=10, whole_keys=True), 1)
+    assert not replaceable(Staged("st", snapshot, rows=REPLACE_WHERE_MAX_KEYS + 1,
+                                  key_range=("1", "9"), whole_keys=True), 1)
     assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, key_range=("1", "9")), 1)
     assert not replaceable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
     # new keys only (an append): the insert-only MERGE is cheaper

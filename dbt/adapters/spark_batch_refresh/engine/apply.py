@@ -135,12 +135,18 @@ class Applier:
         it)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
+        if staged.whole_keys and staged.replace_keys is None:
+            self._changed_keys(req, config, staged)
         keys = staged.replace_keys
         if keys is None:
             keys = [r["k"] for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
+        if not keys:  # every recomputed row came out as the target has it
+            return self._marker(req.target, ", ".join(sqlgen.q(c) for c in columns))
         literals = [sqlgen.typed_lit(str(k), staged.key_type) for k in keys]
         self._run(sqlgen.replace_where(req.target, staged.source, config.unique_key[0], literals,
-                                       columns, staged.key_range))
+                                       columns, staged.key_range, listed_only=staged.whole_keys))
+        if staged.replace_counts is not None:
+            return dict(staged.replace_counts)
         return {"rows_inserted": staged.new_rows,
                 "rows_updated": staged.rows - staged.tombstones - staged.new_rows,
                 "rows_deleted": staged.tombstones}
@@ -190,12 +196,30 @@ class Applier:
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
                              replaceable=replaceable(staged, 1), in_place=False,
                              partial=staged.partial)
-        if write is Write.REPLACE_WHERE and staged.new_rows:
+        if write is Write.REPLACE_WHERE and staged.whole_keys:
+            self._changed_keys(req, config, staged)
+        elif write is Write.REPLACE_WHERE and staged.new_rows:
             rows = self._fetch(sqlgen.keys_and_collisions(
                 req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
             if any(r["collides"] for r in rows):
                 raise _collision(req, config, "the target was not touched")
             staged.replace_keys = [r["k"] for r in rows]
+
+    def _changed_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
+                      staged: Staged) -> None:
+        """A whole-keys staging against the target: the keys to replace (those whose row is
+        new, gone or different) and the exact row counts of replacing them."""
+        assert staged.key_range is not None
+        rows = self._fetch(sqlgen.keys_against_target(
+            req.target, staged.source, config.unique_key,
+            sqlgen.model_columns(n for n, _ in staged.columns), staged.key_range,
+            unordered=[n for n, t in staged.columns if not groupable_type(t)]))
+        changed = [r for r in rows if not r["same"] and (r["present"] or r["existed"])]
+        staged.replace_keys = [r["k"] for r in changed]
+        staged.replace_counts = {
+            "rows_inserted": sum(1 for r in changed if r["present"] and not r["existed"]),
+            "rows_updated": sum(1 for r in changed if r["present"] and r["existed"]),
+            "rows_deleted": sum(1 for r in changed if not r["present"])}
 
     def check_new_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
                        staged: Staged) -> None:
@@ -228,14 +252,17 @@ class Applier:
 
 
 def replaceable(staged: Staged, chunks: int) -> bool:
-    """A replay applied by REPLACE WHERE instead of MERGE: one chunk of a changes-only staging
-    (only keys whose row changed), a single key column with literal bounds (integer, string or
-    date: `key_range`), few enough keys to list, and some key with an old row (an update or a
-    delete). New keys alone stay a MERGE: Delta runs an insert-only MERGE as an anti-join
-    pruned to the key range, cheaper than listing keys and checking them (10M rows, 10,000
-    appended: 4.1 s replay by MERGE, 6.4 s by REPLACE WHERE, bench/results/replacewhere.md)."""
-    return (chunks == 1 and staged.from_changes and staged.key_range is not None
-            and staged.new_rows < staged.rows <= REPLACE_WHERE_MAX_KEYS)
+    """A replay applied by REPLACE WHERE instead of MERGE: one chunk, a single key column with
+    literal bounds (integer, string or date: `key_range`), few enough keys to list, and either
+    a whole-keys staging (recomputed keys: its keys whose row differs from the target's are
+    replaced, Stager.whole_keys) or a changes-only staging (only keys whose row changed) with
+    some key with an old row (an update or a delete). New keys alone stay a MERGE: Delta runs
+    an insert-only MERGE as an anti-join pruned to the key range, cheaper than listing keys
+    and checking them (10M rows, 10,000 appended: 4.1 s replay by MERGE, 6.4 s by REPLACE
+    WHERE, bench/results/replacewhere.md)."""
+    if chunks != 1 or staged.key_range is None or not 0 < staged.rows <= REPLACE_WHERE_MAX_KEYS:
+        return False
+    return staged.whole_keys or (staged.from_changes and staged.new_rows < staged.rows)
 
 
 def _collision(req: RefreshRequest, config: BatchRefreshConfig,

@@ -227,10 +227,7 @@ def merge_staging(
     """
     on = _target_match(unique_key, None if delete_missing else key_range)
     non_key = [c for c in columns if c not in unique_key]
-    as_json = set(unordered)
-    changed = " OR ".join(
-        f"NOT (to_json(t.{q(c)}) <=> to_json(s.{q(c)}))" if c in as_json
-        else f"NOT (t.{q(c)} <=> s.{q(c)})" for c in non_key) or "false"
+    changed = _differs(non_key, unordered)
     update_set = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in non_key)
     insert_cols = ", ".join(q(c) for c in columns)
     insert_vals = ", ".join(f"s.{q(c)}" for c in columns)
@@ -257,6 +254,34 @@ def merge_staging(
     return f"MERGE INTO {target} t\nUSING {staging} s\nON {on}\n" + "\n".join(clauses)
 
 
+def _differs(columns: Sequence[str], unordered: Iterable[str]) -> str:
+    """Whether the target row (t) and the staged row (s) differ in `columns`; `unordered`
+    ones (maps, variants: no `<=>`) compared as JSON text."""
+    as_json = set(unordered)
+    return " OR ".join(
+        f"NOT (to_json(t.{q(c)}) <=> to_json(s.{q(c)}))" if c in as_json
+        else f"NOT (t.{q(c)} <=> s.{q(c)})" for c in columns) or "false"
+
+
+def keys_against_target(target: str, staging: str, unique_key: Sequence[str],
+                        columns: Sequence[str], key_range: tuple[str, str],
+                        unordered: Iterable[str] = ()) -> str:
+    """Each staged key of a recomputed staging (every model row of its keys) with what the
+    target holds for it: whether it has a row there, and whether that row equals the staged
+    one. The REPLACE WHERE of such a staging lists only the keys whose row differs, so an
+    affected group whose row came out the same is not rewritten (nor in the target's change
+    feed), and the row counts are exact. A NULL key's tombstone matches no target row, as in
+    the MERGE. A left join, pruned on the target side by the staged key range."""
+    alias = key_aliases(unique_key)[0]
+    non_key = [c for c in columns if c not in unique_key]
+    return (f"SELECT s.{alias} AS k, s.{PRESENT} IS NOT NULL AS present, "
+            f"t.{q(unique_key[0])} IS NOT NULL AS existed, "
+            f"coalesce(s.{PRESENT} IS NOT NULL AND t.{q(unique_key[0])} IS NOT NULL "
+            f"AND NOT ({_differs(non_key, unordered)}), false) AS same "
+            f"FROM {staging} s LEFT JOIN {target} t ON {_target_match(unique_key, key_range)} "
+            f"WHERE s.{alias} IS NOT NULL")
+
+
 def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
                        key_range: Optional[tuple[str, str]] = None) -> str:
     """Count what `guard_new_keys` fails a MERGE on, over the whole staging: new rows whose key
@@ -280,16 +305,20 @@ def keys_and_collisions(target: str, staging: str, unique_key: Sequence[str],
 
 
 def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
-                  columns: Sequence[str], key_range: tuple[str, str]) -> str:
+                  columns: Sequence[str], key_range: tuple[str, str],
+                  listed_only: bool = False) -> str:
     """Apply a changes-only staging as one commit: delete the target rows of every staged key
     (Delta's DELETE, with deletion vectors: it reads the key column of the files the key range
     and the key list can match, and rewrites no data file), then insert the staged rows. Delta
     accepts only literals here (no subquery), hence the key list; the range lets it skip
-    files by their statistics."""
+    files by their statistics. `listed_only`: the staging holds keys that are not listed
+    (recomputed rows equal to the target's), whose rows must not be inserted again."""
     cols = ", ".join(q(c) for c in columns)
-    return (f"INSERT INTO {target} REPLACE WHERE {q(key)} IN ({', '.join(literals)}) "
+    listed = f"{q(key)} IN ({', '.join(literals)})"
+    rows = f"{PRESENT} AND {listed}" if listed_only else PRESENT
+    return (f"INSERT INTO {target} REPLACE WHERE {listed} "
             f"AND {q(key)} BETWEEN {key_range[0]} AND {key_range[1]}\n"
-            f"SELECT {cols} FROM {staging} WHERE {PRESENT}")
+            f"SELECT {cols} FROM {staging} WHERE {rows}")
 
 
 def model_columns(staging_columns: Iterable[str]) -> List[str]:
