@@ -521,6 +521,15 @@ class TestShapeCatalogue:
             _, explained = run_dbt_and_capture(
                 ["run-operation", "batch_refresh_explain", "--args", f"{{model: {model}}}"])
             assert rule in explained, (model, explained)
+        # a few keys recomputed (affected keys, a delta aggregate's groups, partitions) on a
+        # single-column key are replaced by REPLACE WHERE: WRITE commits only (an empty
+        # refresh's marker is a WRITE too), never a MERGE
+        for model in ("s_payments_by_customer", "s_agg_delta", "s_dedup_latest",
+                      "s_qualify_latest"):
+            if model in names:
+                ops = [r["operation"] for r in rows(
+                    project, f"describe history {project.test_schema}.{model}")]
+                assert "MERGE" not in ops and "WRITE" in ops, (model, ops)
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: f_window}"])
         assert "full recompute" in explained and "window function" in explained

@@ -82,6 +82,12 @@ def test_recomputed_keys_are_compared_with_the_target_in_one_read():
     assert listed.endswith("SELECT `id`, `v` FROM st WHERE _br_present AND `id` IN (3)")
 
 
+def test_a_compound_key_merge_prunes_by_its_first_column():
+    sql = sqlgen.merge_staging("s.t", "st", ["a", "b"], ["a", "b", "v"], delete_missing=False,
+                               key_range=("1", "9"))
+    assert "ON t.`a` = s._br_k_0 AND t.`b` = s._br_k_1 AND t.`a` BETWEEN 1 AND 9" in sql
+
+
 def test_key_quality_counts_null_keys_of_output_rows_only():
     sql = sqlgen.key_quality("st", ["a", "b"])
     # a tombstone with a NULL key (outer join) is no NULL output key, but is outside DISTINCT
@@ -99,29 +105,35 @@ def test_replace_where_lists_the_keys_and_checks_new_ones_in_their_own_range():
     assert "new_rows" not in sqlgen.key_quality("st", ["id"], key_range=True)
 
 
-def test_a_replay_replaces_only_a_listable_changes_only_staging_of_one_chunk():
-    from dbt.adapters.spark_batch_refresh.engine.apply import REPLACE_WHERE_MAX_KEYS, replaceable
+def test_a_replay_replaces_only_a_listable_staging_of_one_chunk():
+    from dbt.adapters.spark_batch_refresh.engine.apply import (
+        REPLACE_WHERE_MAX_KEYS, WHOLE_KEYS_REPLACE_MAX, replaceable)
     from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 
     cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
             (sqlgen.HAD_OLD, "boolean"), ("_br_k_0", "bigint")]
-    staged = Staged("st", cols, rows=10, key_range=("1", "9"))
+    listable = {"key_range": ("1", "9"), "key_type": "bigint"}
+    staged = Staged("st", cols, rows=10, **listable)
     assert replaceable(staged, 1)
     assert not replaceable(staged, 2)  # several chunks merge
-    assert not replaceable(Staged("st", cols, rows=10), 1)  # no literal range (2 key columns)
+    assert not replaceable(Staged("st", cols, rows=10), 1)  # no literal range
+    # a compound key: its first column's range prunes a MERGE, but Delta's REPLACE WHERE
+    # takes no `(a, b) IN (...)`
+    assert not replaceable(Staged("st", cols, rows=10, key_range=("1", "9")), 1)
     snapshot = [c for c in cols if c[0] != sqlgen.HAD_OLD]  # recomputed keys: no old-row mark
-    assert not replaceable(Staged("st", snapshot, rows=10, key_range=("1", "9")), 1)
-    # ... unless the staging holds every model row of its keys (recomputed for them)
-    whole = Staged("st", snapshot, rows=10, key_range=("1", "9"), whole_keys=True)
+    assert not replaceable(Staged("st", snapshot, rows=10, **listable), 1)
+    # ... unless the staging holds every model row of its keys (recomputed for them), and
+    # only a few: the target read and a long literal list cost more than the MERGE
+    whole = Staged("st", snapshot, rows=10, whole_keys=True, **listable)
     assert replaceable(whole, 1) and not replaceable(whole, 2)
     assert not replaceable(Staged("st", snapshot, rows=10, whole_keys=True), 1)
-    assert not replaceable(Staged("st", snapshot, rows=REPLACE_WHERE_MAX_KEYS + 1,
-                                  key_range=("1", "9"), whole_keys=True), 1)
-    assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, key_range=("1", "9")), 1)
-    assert not replaceable(Staged("st", cols, rows=0, key_range=("1", "9")), 1)
+    assert not replaceable(Staged("st", snapshot, rows=WHOLE_KEYS_REPLACE_MAX + 1,
+                                  whole_keys=True, **listable), 1)
+    assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, **listable), 1)
+    assert not replaceable(Staged("st", cols, rows=0, **listable), 1)
     # new keys only (an append): the insert-only MERGE is cheaper
-    assert not replaceable(Staged("st", cols, rows=10, new_rows=10, key_range=("1", "9")), 1)
-    assert replaceable(Staged("st", cols, rows=10, new_rows=9, key_range=("1", "9")), 1)
+    assert not replaceable(Staged("st", cols, rows=10, new_rows=10, **listable), 1)
+    assert replaceable(Staged("st", cols, rows=10, new_rows=9, **listable), 1)
 
 
 def test_merge_compares_maps_as_json():

@@ -29,6 +29,11 @@ from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_ch
 # literals (Delta takes no subquery there), rather than by MERGE: at 10M rows and 10,000
 # changed keys spread over the table, 7.4 s against the MERGE's 15.7 s (bench/apply_paths.py).
 REPLACE_WHERE_MAX_KEYS = 50_000
+# A staging recomputed for its keys (Staged.whole_keys) first reads the target to list only
+# the keys whose row differs (0.5-1.3 s), and a literal list costs the REPLACE WHERE more as
+# it grows: at 100 keys it beat the MERGE by 0.4-0.5 s a refresh, at 1,000 it was even, at
+# ~10,000 (a 100k-row aggregate target) 3 s slower (bench/results/archive/whole-keys/).
+WHOLE_KEYS_REPLACE_MAX = 500
 
 
 class ConcurrentRefresh(Exception):
@@ -253,16 +258,22 @@ class Applier:
 
 def replaceable(staged: Staged, chunks: int) -> bool:
     """A replay applied by REPLACE WHERE instead of MERGE: one chunk, a single key column with
-    literal bounds (integer, string or date: `key_range`), few enough keys to list, and either
+    literal bounds (integer, string or date: `key_type`; Delta translates no `(a, b) IN
+    (...)` of a compound key into the filter its REPLACE WHERE needs), few enough keys to
+    list, and either
     a whole-keys staging (recomputed keys: its keys whose row differs from the target's are
     replaced, Stager.whole_keys) or a changes-only staging (only keys whose row changed) with
-    some key with an old row (an update or a delete). New keys alone stay a MERGE: Delta runs
+    some key with an old row (an update or a delete); a whole-keys staging only up to
+    WHOLE_KEYS_REPLACE_MAX keys. New keys alone stay a MERGE: Delta runs
     an insert-only MERGE as an anti-join pruned to the key range, cheaper than listing keys
     and checking them (10M rows, 10,000 appended: 4.1 s replay by MERGE, 6.4 s by REPLACE
     WHERE, bench/results/replacewhere.md)."""
-    if chunks != 1 or staged.key_range is None or not 0 < staged.rows <= REPLACE_WHERE_MAX_KEYS:
+    if (chunks != 1 or staged.key_range is None or staged.key_type is None
+            or not 0 < staged.rows <= REPLACE_WHERE_MAX_KEYS):
         return False
-    return staged.whole_keys or (staged.from_changes and staged.new_rows < staged.rows)
+    if staged.whole_keys:
+        return staged.rows <= WHOLE_KEYS_REPLACE_MAX
+    return staged.from_changes and staged.new_rows < staged.rows
 
 
 def _collision(req: RefreshRequest, config: BatchRefreshConfig,

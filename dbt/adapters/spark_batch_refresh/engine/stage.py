@@ -38,8 +38,8 @@ class Staged:
     columns: Columns  # staging columns and types (model columns plus bookkeeping)
     rows: int = 0
     tombstones: int = 0
-    # Literal bounds of a single-column key over the staged rows, for file pruning, and the
-    # key's type they are literals of.
+    # Literal bounds of the (first) key column over the staged rows, for file pruning, and,
+    # for a single-column key, the key's type they are literals of.
     key_range: Optional[tuple[str, str]] = None
     key_type: Optional[str] = None
     # What the rows were computed by: the plan's strategy, or AFFECTED_KEYS where a delta
@@ -236,15 +236,15 @@ class Stager:
         NULL key, which only the model itself can tell: asked only when such a tombstone
         exists, since merging it would delete that row's group from the target."""
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
-        ranged = (bounds and len(config.unique_key) == 1
-                  and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES)
+        ranged = bounds and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES
         quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
                                                  staged.from_changes))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
         if ranged and quality.get("key_min") is not None:
-            kind = staged.key_type = key_types[config.unique_key[0].lower()]
+            kind = key_types[config.unique_key[0].lower()]
+            staged.key_type = kind if len(config.unique_key) == 1 else None
             staged.key_range = (sqlgen.typed_lit(quality["key_min"], kind),
                                 sqlgen.typed_lit(quality["key_max"], kind))
             if quality.get("new_min") is not None:

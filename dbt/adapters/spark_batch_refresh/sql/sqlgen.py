@@ -129,7 +129,7 @@ def _staging_by_key(columns: Sequence[str], unique_key: Sequence[str]) -> str:
 def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False,
                 from_changes: bool = False) -> str:
     """Row, distinct-key, NULL-key and tombstone counts of staging in one scan; with
-    `key_range`, also the min and max of its (single) key column as text; with `from_changes`
+    `key_range`, also the min and max of its first key column as text; with `from_changes`
     (a staging that marks keys with an old row), the count of new keys, and with `key_range`
     their min and max (the target files the new-key check must read)."""
     aliases = key_aliases(unique_key)
@@ -197,7 +197,7 @@ def _target_match(unique_key: Sequence[str], key_range: Optional[tuple[str, str]
     """How a staged row (s) meets its target row (t): the key, plus the staged key range as
     target-only literals when given (Delta prunes target files by those alone)."""
     on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, key_aliases(unique_key)))
-    if key_range is not None and len(unique_key) == 1:
+    if key_range is not None:  # of the first key column
         on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
     return on
 
