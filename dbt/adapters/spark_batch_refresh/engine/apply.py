@@ -258,16 +258,16 @@ class Applier:
 
 def replaceable(staged: Staged, chunks: int) -> bool:
     """A replay applied by REPLACE WHERE instead of MERGE: one chunk, a single key column with
-    literal bounds (integer, string or date: `key_type`; Delta translates no `(a, b) IN
-    (...)` of a compound key into the filter its REPLACE WHERE needs), few enough keys to
-    list, and either
-    a whole-keys staging (recomputed keys: its keys whose row differs from the target's are
-    replaced, Stager.whole_keys) or a changes-only staging (only keys whose row changed) with
-    some key with an old row (an update or a delete); a whole-keys staging only up to
-    WHOLE_KEYS_REPLACE_MAX keys. New keys alone stay a MERGE: Delta runs
-    an insert-only MERGE as an anti-join pruned to the key range, cheaper than listing keys
-    and checking them (10M rows, 10,000 appended: 4.1 s replay by MERGE, 6.4 s by REPLACE
-    WHERE, bench/results/replacewhere.md)."""
+    literal bounds (integer, string or date: `key_type`; Delta translates no `(a, b) IN (...)`
+    of a compound key into the filter its REPLACE WHERE needs), few enough keys to list, and
+
+    * a whole-keys staging (recomputed keys, Staged.whole_keys) of at most
+      WHOLE_KEYS_REPLACE_MAX keys: its keys whose row differs from the target's are replaced;
+    * or a changes-only staging (only keys whose row changed) with some key with an old row
+      (an update or a delete). New keys alone stay a MERGE: Delta runs an insert-only MERGE as
+      an anti-join pruned to the key range, cheaper than listing keys and checking them (10M
+      rows, 10,000 appended: 4.1 s replay by MERGE, 6.4 s by REPLACE WHERE,
+      bench/results/replacewhere.md)."""
     if (chunks != 1 or staged.key_range is None or staged.key_type is None
             or not 0 < staged.rows <= REPLACE_WHERE_MAX_KEYS):
         return False

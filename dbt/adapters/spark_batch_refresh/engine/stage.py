@@ -60,8 +60,8 @@ class Staged:
     # touched partitions): every model row of each staged key, so the target rows of those
     # keys can be replaced by the staged rows without a new-key check.
     whole_keys: bool = False
-    # Of a whole-keys staging: the keys whose row differs from the target's, and the rows
-    # inserted / updated / deleted by writing them (apply.guard reads both).
+    # Of a whole-keys staging: the rows inserted / updated / deleted by replacing its keys
+    # whose row differs from the target's (read with replace_keys before the write).
     replace_counts: Optional[Mapping[str, int]] = None
 
     @property
