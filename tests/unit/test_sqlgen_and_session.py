@@ -109,6 +109,7 @@ def test_a_replay_replaces_only_a_listable_staging_of_one_chunk():
     from dbt.adapters.spark_batch_refresh.engine.apply import (
         REPLACE_WHERE_MAX_KEYS, WHOLE_KEYS_REPLACE_MAX, replaceable)
     from dbt.adapters.spark_batch_refresh.engine.stage import Staged
+    from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy
 
     cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
             (sqlgen.HAD_OLD, "boolean"), ("_br_k_0", "bigint")]
@@ -124,11 +125,11 @@ def test_a_replay_replaces_only_a_listable_staging_of_one_chunk():
     assert not replaceable(Staged("st", snapshot, rows=10, **listable), 1)
     # ... unless the staging holds every model row of its keys (recomputed for them), and
     # only a few: the target read and a long literal list cost more than the MERGE
-    whole = Staged("st", snapshot, rows=10, whole_keys=True, **listable)
+    whole = Staged("st", snapshot, rows=10, strategy=Strategy.AFFECTED_KEYS, **listable)
     assert replaceable(whole, 1) and not replaceable(whole, 2)
-    assert not replaceable(Staged("st", snapshot, rows=10, whole_keys=True), 1)
+    assert not replaceable(Staged("st", snapshot, rows=10, strategy=Strategy.AFFECTED_KEYS), 1)
     assert not replaceable(Staged("st", snapshot, rows=WHOLE_KEYS_REPLACE_MAX + 1,
-                                  whole_keys=True, **listable), 1)
+                                  strategy=Strategy.AFFECTED_KEYS, **listable), 1)
     assert not replaceable(Staged("st", cols, rows=REPLACE_WHERE_MAX_KEYS + 1, **listable), 1)
     assert not replaceable(Staged("st", cols, rows=0, **listable), 1)
     # new keys only (an append): the insert-only MERGE is cheaper

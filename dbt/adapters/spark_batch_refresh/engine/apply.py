@@ -134,15 +134,14 @@ class Applier:
         Unlike the MERGE, a key's row is deleted and inserted again, so the target's change
         feed shows `delete` + `insert` where the MERGE wrote an update's pre- and post-image
         (a downstream batch_refresh model nets both alike); only keys whose row really changed
-        are staged (netted), so no unchanged row is rewritten. A new row on the key of an
+        are listed (a changes-only staging is netted; a whole-keys one is compared with the
+        target first, _changed_keys), so no unchanged row is rewritten. A new row on the key of an
         unchanged target row would silently replace it: checked by guard() before the commit
         step, as a multi-chunk merge checks before its first chunk (the MERGE itself fails on
         it)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
-        if staged.whole_keys and staged.replace_keys is None:
-            self._changed_keys(req, config, staged)
-        keys = staged.replace_keys
+        keys = staged.replace_keys  # a whole-keys staging's: always read by guard()
         if keys is None:
             keys = [r["k"] for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
         if not keys:  # every recomputed row came out as the target has it

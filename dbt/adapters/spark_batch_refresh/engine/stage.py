@@ -56,13 +56,19 @@ class Staged:
     # model: merged by key, never as MERGE_ALL, and in one chunk (a persisted staging is
     # resumed as a whole model's would be).
     partial: bool = False
-    # Recomputed for its keys (affected keys, a delta aggregate's groups, an intermediate's
-    # touched partitions): every model row of each staged key, so the target rows of those
-    # keys can be replaced by the staged rows without a new-key check.
-    whole_keys: bool = False
     # Of a whole-keys staging: the rows inserted / updated / deleted by replacing its keys
     # whose row differs from the target's (read with replace_keys before the write).
     replace_counts: Optional[Mapping[str, int]] = None
+
+    @property
+    def whole_keys(self) -> bool:
+        """Recomputed for its keys (affected keys, a delta aggregate's groups from its sidecar,
+        an intermediate's touched partitions: `staging_affected`): every model row of each
+        staged key, so the target rows of those keys can be replaced by the staged rows
+        without a new-key check. (A keyless staging of these strategies is never applied by
+        key; a resumed run's persisted staging knows no strategy.)"""
+        return self.partial or self.strategy in (Strategy.AFFECTED_KEYS,
+                                                 Strategy.DELTA_AGGREGATE)
 
     @property
     def staged_from(self) -> Optional[str]:
@@ -124,7 +130,7 @@ class Stager:
                 delta = None  # e.g. a double sum: recompute its groups, never drift
         ranges = plan.ranges()
         select: Optional[str] = None
-        partial = whole_keys = False
+        partial = False
         if strategy in NETTED:
             select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
                                         view, extra)
@@ -146,7 +152,7 @@ class Stager:
                                                                         upkept.state))
                     select = sqlgen.staging_affected(rows, delta.partition_keys(
                         rows, target, upkept.state, config.unique_key), config.unique_key)
-                    partial = whole_keys = True
+                    partial = True
                 else:
                     # The rest of the model over every group's new state, merged as a
                     # difference (target rows it lacks are deleted).
@@ -157,7 +163,6 @@ class Stager:
                 rows = delta.output_over(upkept.state)  # type: ignore[union-attr]
                 select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
                           if config.unique_key else sqlgen.staging_full(rows, ()))
-                whole_keys = bool(config.unique_key)
         elif delta is not None and agg_run is not None and strategy not in REPLAY_RULES:
             self._upkeep.build(delta, agg_run, pinned)
         if select is None and strategy is Strategy.AFFECTED_KEYS and not config.unique_key:
@@ -171,7 +176,6 @@ class Stager:
             self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
             extra.append(keys)
             select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
-            whole_keys = True
         elif select is None:  # backfill, full recompute (an intermediate's sidecar rebuilt)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
@@ -179,8 +183,7 @@ class Stager:
         self._run(f"CACHE TABLE {view} AS\n{select}")
         columns = sqlgen.staging_columns(
             model_columns, config.unique_key, strategy in NETTED)
-        staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial,
-                        whole_keys=whole_keys)
+        staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial)
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,
                              bounds=strategy is not Strategy.BACKFILL,
