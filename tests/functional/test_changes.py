@@ -65,6 +65,10 @@ MODELS.update({
     # Several chunks; a new row takes the key of an unchanged row (k = 101 % 100 = 1).
     "collide.sql": "{{ config(materialized='batch_refresh', unique_key='k', merge_chunk_rows=1) }}\n"
                    "select id % 100 as k, v from {{ target.schema }}.src_collide\n",
+    # One chunk, an update among the changes: applied by REPLACE WHERE, whose statement
+    # checks the new keys itself.
+    "collide_replace.sql": "{{ config(materialized='batch_refresh', unique_key='k') }}\n"
+                           "select id % 100 as k, v from {{ target.schema }}.src_collide\n",
 })
 # Keyless models replay by appending; a gap met by their append check must still be a gap.
 KEYLESS_GAPS = ["vacuum", "logret"]
@@ -189,9 +193,11 @@ class TestWorldMoves:
         for case, src in keyless.items():
             perturb(project, case, src)
         project.run_sql(f"update {schema}.ord_outer set amount = amount + 1 where id in (1, 2)")
+        project.run_sql(f"update {collide} set v = v + 1 where id = 2")
         project.run_sql(f"insert into {collide} values " + ", ".join(
             f"({i}, {i}, 1)" for i in [*range(4, 12), 101]))
-        collide_version = table_version(project, f"{schema}.collide")
+        collide_versions = {m: table_version(project, f"{schema}.{m}")
+                            for m in ("collide", "collide_replace")}
 
         untouched = {case: table_version(project, f"{schema}.{case}_fail") for case in FAIL_CASES}
         # 20 hours after the consumed commit: under a quarter of the 1-day retention is left
@@ -251,13 +257,18 @@ class TestWorldMoves:
         assert actions(project, "nullgroup") == ["backfill"]
         # a key collision in any chunk fails before the first chunk: target untouched, no
         # lease left, and fixing the upstream lets the next run through
-        assert "batch_refresh model 'collide': bad unique_key; the target was not touched" in output
-        assert table_version(project, f"{schema}.collide") == collide_version
-        assert state(project, "collide")["phase"] == "idle"
+        for model, version in collide_versions.items():
+            assert (f"batch_refresh model '{model}': bad unique_key; the target was not touched"
+                    in output)
+            assert table_version(project, f"{schema}.{model}") == version
+            assert state(project, model)["phase"] == "idle"
         project.run_sql(f"delete from {collide} where id = 101")
-        run_dbt_and_capture(["run", "--select", "collide"])
-        assert actions(project, "collide") == ["backfill", "replay"]
-        assert_contract(project, "collide")
+        run_dbt_and_capture(["run", "--select", "collide", "collide_replace"])
+        for model in collide_versions:
+            assert actions(project, model) == ["backfill", "replay"]
+            assert_contract(project, model)
+        written = rows(project, f"describe history {schema}.collide_replace limit 1")[0]
+        assert written["operation"] == "WRITE", written["operation"]  # the REPLACE WHERE
         # fixed keys build
         assert actions(project, "nullkeys") == ["backfill"]
         assert_contract(project, "nullkeys")

@@ -59,12 +59,16 @@ def test_new_key_collisions_count_what_the_guard_fails_on():
     assert sql.endswith("WHERE s._br_present IS NOT NULL AND s._br_had_old IS NULL")
 
 
-def test_replace_keys_and_their_check_are_one_read():
-    sql = sqlgen.keys_and_collisions("s.t", "st", ["id"], ("1", "9"))
-    assert sql.startswith("SELECT s._br_k_0 AS k, (s._br_present IS NOT NULL AND "
-                          "s._br_had_old IS NULL AND t.`id` IS NOT NULL) AS collides")
-    # every staged key comes back; the range prunes only the target's files
-    assert "FROM st s LEFT JOIN s.t t ON t.`id` = s._br_k_0 AND t.`id` BETWEEN 1 AND 9" in sql
+def test_a_replace_where_guards_new_keys_in_the_write():
+    sql = sqlgen.replace_where("s.t", "st", "id", ["3", "7"], ["id", "v"], ("3", "7"),
+                               new_range=("7", "7"))
+    assert sql.startswith("INSERT INTO s.t REPLACE WHERE `id` IN (3, 7) AND `id` BETWEEN 3 AND 7")
+    # only a new row (no old one) meets the target's keys, read in the new keys' range
+    assert ("LEFT JOIN (SELECT `id` AS _br_t FROM s.t WHERE `id` BETWEEN 7 AND 7) _br_c\n"
+            "ON s._br_had_old IS NULL AND _br_c._br_t = s._br_k_0") in sql
+    assert sql.endswith("WHERE s._br_present AND CASE WHEN _br_c._br_t IS NULL THEN true "
+                        f"ELSE raise_error('{sqlgen.DUPLICATE_KEY_MARKER}') END")
+    assert "SELECT s.`id`, s.`v` FROM st s" in sql
 
 
 def test_recomputed_keys_are_compared_with_the_target_in_one_read():

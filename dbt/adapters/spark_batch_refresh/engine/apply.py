@@ -20,7 +20,7 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, Write, choose_write
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
-    PARTITION_OVERWRITE, USER_METADATA, SessionConfs, idempotent_write)
+    PARTITION_OVERWRITE, REPLACE_WHERE_CHECK, USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged
 from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
 from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes
@@ -58,6 +58,8 @@ class Applier:
             # Every partition replaced, whatever partitionOverwriteMode the session has:
             # `dynamic` would keep the partitions the new rows no longer have.
             confs[PARTITION_OVERWRITE] = "static"
+        if write is Write.REPLACE_WHERE:
+            confs[REPLACE_WHERE_CHECK] = "false"
         counts: Dict[str, int] = {}
         conflict: Optional[DbtRuntimeError] = None
         try:
@@ -136,19 +138,28 @@ class Applier:
         (a downstream batch_refresh model nets both alike); only keys whose row really changed
         are listed (a changes-only staging is netted; a whole-keys one is compared with the
         target first, _changed_keys), so no unchanged row is rewritten. A new row on the key of an
-        unchanged target row would silently replace it: checked by guard() before the commit
-        step, as a multi-chunk merge checks before its first chunk (the MERGE itself fails on
-        it)."""
+        unchanged target row would silently replace it: the statement itself fails on it, as
+        the MERGE does (sqlgen.replace_where's `new_range`)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
         keys = staged.replace_keys  # a whole-keys staging's: always read by guard()
         if keys is None:
-            keys = [r["k"] for r in self._fetch(f"SELECT {alias} AS k FROM {staged.source}")]
+            # (a NULL key's tombstone matches no target row, as in the MERGE)
+            keys = [r["k"] for r in self._fetch(
+                f"SELECT {alias} AS k FROM {staged.source} WHERE {alias} IS NOT NULL")]
         if not keys:  # every recomputed row came out as the target has it
             return self._marker(req.target, ", ".join(sqlgen.q(c) for c in columns))
         literals = [sqlgen.typed_lit(str(k), staged.key_type) for k in keys]
-        self._run(sqlgen.replace_where(req.target, staged.source, config.unique_key[0], literals,
-                                       columns, staged.key_range, listed_only=staged.whole_keys))
+        guarded = staged.new_rows > 0 and not staged.whole_keys
+        try:
+            self._run(sqlgen.replace_where(
+                req.target, staged.source, config.unique_key[0], literals, columns,
+                staged.key_range, listed_only=staged.whole_keys,
+                new_range=(staged.new_range or staged.key_range) if guarded else None))
+        except DbtRuntimeError as exc:
+            if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
+                raise
+            raise _collision(req, config, "the target was not touched") from None
         if staged.replace_counts is not None:
             return dict(staged.replace_counts)
         return {"rows_inserted": staged.new_rows,
@@ -193,21 +204,16 @@ class Applier:
 
     def guard(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
               strategy: Strategy) -> None:
-        """What a single-chunk write checks against the target before its commit step: a run
-        that then loses the race to another run's commit of the same refresh is told so by
-        Delta (the same txnVersion: skipped, or a conflict), not by a check that already sees
-        the winner's rows."""
+        """What a single-chunk write reads from the target before its commit step (a whole-keys
+        staging's changed keys): a run that then loses the race to another run's commit of
+        the same refresh is told so by Delta (the same txnVersion: skipped, or a conflict), not
+        by a read that already sees the winner's rows. The new-key check of a changes-only
+        staging is in its write (sqlgen.replace_where, merge_staging)."""
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
                              replaceable=replaceable(staged, 1), in_place=False,
                              partial=staged.partial)
         if write is Write.REPLACE_WHERE and staged.whole_keys:
             self._changed_keys(req, config, staged)
-        elif write is Write.REPLACE_WHERE and staged.new_rows:
-            rows = self._fetch(sqlgen.keys_and_collisions(
-                req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
-            if any(r["collides"] for r in rows):
-                raise _collision(req, config, "the target was not touched")
-            staged.replace_keys = [r["k"] for r in rows]
 
     def _changed_keys(self, req: RefreshRequest, config: BatchRefreshConfig,
                       staged: Staged) -> None:

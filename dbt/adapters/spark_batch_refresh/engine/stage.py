@@ -50,7 +50,8 @@ class Staged:
     # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
     new_range: Optional[tuple[str, str]] = None
-    # The staged keys a REPLACE WHERE lists, when the new-key check already read them.
+    # Of a whole-keys staging: the keys a REPLACE WHERE lists (those whose row differs from
+    # the target's, Applier.guard); a changes-only staging lists every staged key.
     replace_keys: Optional[List[Any]] = None
     # An intermediate's touched partitions only (rows and tombstones by key), not the whole
     # model: merged by key, never as MERGE_ALL, and in one chunk (a persisted staging is

@@ -13,6 +13,9 @@ USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 # An INSERT OVERWRITE under `dynamic` replaces only the partitions its rows fall in; a refresh
 # that rewrites its target must replace all of them, whatever the session says.
 PARTITION_OVERWRITE = "spark.sql.sources.partitionOverwriteMode"
+# Delta checks that every row a REPLACE WHERE inserts satisfies its predicate; a refresh's
+# rows do by construction (sqlgen.replace_where), and the check costs a pass over them.
+REPLACE_WHERE_CHECK = "spark.databricks.delta.replaceWhere.constraintCheck.enabled"
 
 
 def idempotent_write(app_id: str, version: int) -> Dict[str, str]:
