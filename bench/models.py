@@ -23,6 +23,9 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
             only the k partitions the change touches;
 * report_part_keys: the same without the opt-in: replayed by affected keys (the touched k
             partitions recomputed from the fact table).
+* report_hist: an aggregate of the aggregate, a histogram of the groups' totals (per k, then
+            how many k have each total), aggregate_upkeep='delta': replayed over its
+            intermediate aggregate, recomputing only the totals a touched k had or has.
 
 Methods per shape:
 
@@ -43,7 +46,7 @@ import os
 from typing import Dict, List
 
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
-          "report", "report_part", "report_part_keys")
+          "report", "report_part", "report_part_keys", "report_hist")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -92,6 +95,12 @@ _SQL = {
         "from {fact}{inc}\n"
         "group by k, pmod(v, 10)\n"
     ),
+    "report_hist": (
+        "select sum_v, count(*) as groups, sum(n) as n\n"
+        "from (select k, count(*) as n, sum(v) as sum_v from {fact}{inc}\n"
+        "      group by k) per_k\n"
+        "group by sum_v\n"
+    ),
 }
 
 _SQL["aggdelta"] = _SQL["agg"]
@@ -101,11 +110,13 @@ _SQL["join_aggdelta"] = _SQL["join_agg"]
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
          "join": "'id'", "dedup": "'dim_id'", "report": "'k'",
-         "report_part": "['k', 'band']", "report_part_keys": "['k', 'band']"}
+         "report_part": "['k', 'band']", "report_part_keys": "['k', 'band']",
+         "report_hist": "'sum_v'"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
               "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'",
-              "report_part": ", aggregate_upkeep='delta'"}
+              "report_part": ", aggregate_upkeep='delta'",
+              "report_hist": ", aggregate_upkeep='delta'"}
 
 _INC = {
     "rowwise": (
@@ -122,6 +133,7 @@ _INC = {
     "report": "",  # a rank over every group: recomputed whole, merged by key
     "report_part": "",  # the same, for simplicity (the comparison is with the table build)
     "report_part_keys": "",
+    "report_hist": "",
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"

@@ -40,6 +40,12 @@ MODELS = {
                     "select grp, id % 3 as part, count(*) as n, sum(v) as total, "
                     "rank() over (partition by grp order by sum(v) desc, id % 3) as rnk "
                     "from {{ source('raw', 'src') }} where v >= 0 group by grp, id % 3\n",
+    # An aggregate of the aggregate: a refresh recomputes the outer groups (by n) its touched
+    # groups' rows fall in, before and after.
+    "by_size.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
+                   "select n, count(*) as grps, sum(total) as total from (select grp, "
+                   "count(*) as n, sum(v) as total from {{ source('raw', 'src') }} "
+                   "where v >= 0 group by grp) t group by n\n",
 }
 
 
@@ -89,7 +95,7 @@ class TestSidecar:
                             f"({200 + step}, {step % 5}, 99, null, null)")
 
         def contract() -> None:
-            for model in ("by_grp", "overall", "by_grp_double", "grp_rank", "sub_rank"):
+            for model in ("by_grp", "overall", "by_grp_double", "grp_rank", "sub_rank", "by_size"):
                 assert_contract(project, model)
 
         first = _run(project)
@@ -120,8 +126,9 @@ class TestSidecar:
         left = [name for name in _cached_relations()
                 if "_br_staging" in name and not name.startswith("Delta Table State")]
         assert left == [], left
-        _, output = run_dbt_and_capture(["run", "--select", "grp_rank"], expect_pass=False)
-        assert "injected fault at fail point 'after_sidecar'" in output
+        _, output = run_dbt_and_capture(["run", "--select", "grp_rank", "by_size"],
+                                        expect_pass=False)
+        assert output.count("injected fault at fail point 'after_sidecar'") == 2
         monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
         change(3)
         third = _run(project)
@@ -130,6 +137,9 @@ class TestSidecar:
         # The intermediate's rest read the whole state from the restored sidecar's groups.
         assert third["grp_rank"]["staged_from"] == "intermediate"
         assert _operations(project, "grp_rank")[:3] == ["MERGE", "RESTORE", "MERGE"]
+        # The outer groups read before the change from the restored version (the base).
+        assert third["by_size"]["staged_from"] == "intermediate"
+        assert _operations(project, "by_size")[:3] == ["MERGE", "RESTORE", "MERGE"]
         contract()
 
         # A sidecar dropped by hand: the next refresh recomputes its groups and rebuilds it,
@@ -155,12 +165,17 @@ class TestSidecar:
                                 f"is not null group by grp order by grp limit 1")[0]
         project.run_sql(f"update {src} set v = v + 1 where id = {changed['id']}")
         sixth = {r.node.name: r.adapter_response
-                 for r in run_dbt(["run", "--select", "sub_rank"]).results}
+                 for r in run_dbt(["run", "--select", "sub_rank", "by_size"]).results}
         target = rows(project, f"select grp from {project.test_schema}.sub_rank")
         in_partition = [r for r in target if r["grp"] == changed["grp"]]
         assert sixth["sub_rank"]["staged_from"] == "intermediate"
         assert sixth["sub_rank"]["staged_rows"] == len(in_partition) < len(target)
         assert_contract(project, "sub_rank")
+        # The group's count stays: its row before and after is in one outer group, the only
+        # one recomputed.
+        sizes = rows(project, f"select n from {project.test_schema}.by_size")
+        assert sixth["by_size"]["staged_rows"] == 1 < len(sizes), sizes
+        assert_contract(project, "by_size")
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])
@@ -172,4 +187,7 @@ class TestSidecar:
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: sub_rank}"])
         assert "recomputed over the groups of the partitions (by grp) the change touches" in explained
+        _, explained = run_dbt_and_capture(
+            ["run-operation", "batch_refresh_explain", "--args", "{model: by_size}"])
+        assert "for the outer groups (by n) its touched groups fall in" in explained
         assert "above it: None" not in explained  # replayed through its split form

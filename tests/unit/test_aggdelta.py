@@ -128,6 +128,39 @@ def test_a_model_over_a_grouped_subquery_keeps_that_subquery_as_its_intermediate
     assert nested.intermediate.join is not None
 
 
+def test_an_aggregate_of_the_aggregate_recomputes_the_outer_groups_it_touches():
+    nested = sa.analyze(
+        "select n_orders, count(*) as customers from (select c.id, count(o.id) as n_orders, "
+        "sum(o.v) as spent from raw.c c left join raw.o o on o.cid = c.id group by c.id) per "
+        "where spent > 0 group by n_orders having count(*) > 1").intermediate
+    # the outer groups a row of the intermediate falls in: its key, the outer's WHERE kept,
+    # no HAVING (a group it filters out may still have had a row in the target)
+    assert nested.outer_keys_sql == (
+        "SELECT DISTINCT n_orders FROM (SELECT * FROM _br_inner) AS per WHERE spent > 0")
+    keys = nested.touched_outer_keys("side VERSION AS OF 3", "touched")
+    # the touched groups' rows before (the base version) and after (their new state)
+    assert "FROM side VERSION AS OF 3 AS _br_b LEFT SEMI JOIN touched AS _br_t" in keys
+    assert keys.count("WHERE (_br_n > 0)") == 2 and "UNION ALL" in keys
+    sqlglot.parse_one(f"SELECT * FROM {keys}", read="spark")
+
+
+@pytest.mark.parametrize("outer", [
+    # an output row that reads more than its own group's rows, or a key that is aggregated
+    "select n_orders, count(*) as c, rank() over (order by count(*)) as r from ({inner}) per "
+    "group by n_orders",
+    "select n_orders, count(*) as c from ({inner}) per join raw.d d on d.id = per.id "
+    "group by n_orders",
+    "select max(n_orders) as top, count(*) as c from ({inner}) per group by spent",
+    "select n_orders, count(*) as c from ({inner}) per group by rollup (n_orders)",
+])
+def test_an_outer_part_that_reads_beyond_its_group_recomputes_every_group(outer):
+    inner = "select c.id, count(o.id) as n_orders, sum(o.v) as spent from raw.c c " \
+            "left join raw.o o on o.cid = c.id group by c.id"
+    key = ["top"] if "top" in outer else ["n_orders"]
+    middle = sa.analyze(outer.format(inner=inner), key).intermediate
+    assert middle is None or middle.outer_keys_sql is None
+
+
 @pytest.mark.parametrize("sql, why", [
     # a scan outside the subquery: its changes would not pass through the sidecar
     ("select t.g, t.s, d.name, rank() over (order by t.s) as r from (select g, sum(v) as s "

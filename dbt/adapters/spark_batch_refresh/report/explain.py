@@ -125,10 +125,15 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     if mode == "incremental" and delta_upkeep(config, analysis):
         lines.extend(_delta_lines(analysis))
     elif mode == "incremental" and middle is not None and intermediate_upkeep(config, analysis):
-        over = ("the groups of the partitions (by "
-                f"{', '.join(o for _, o in middle.outer_partition)}) the change touches, merged "
-                "by key" if middle.outer_partition and analysis.key else
-                "all its groups, merged as a difference")
+        if middle.outer_partition and analysis.key:
+            over = ("the groups of the partitions (by "
+                    f"{', '.join(o for _, o in middle.outer_partition)}) the change touches, "
+                    "merged by key")
+        elif middle.outer_keys_sql is not None and analysis.key:
+            over = (f"all its groups for the outer groups (by {', '.join(analysis.key)}) its "
+                    "touched groups fall in before and after the change, merged by key")
+        else:
+            over = "all its groups, merged as a difference"
         # A model replayed through its split form has no reason of its own left to show.
         above = (f" (above it: {analysis.incremental_reason})"
                  if analysis.incremental_reason else "")

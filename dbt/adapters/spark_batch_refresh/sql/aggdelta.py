@@ -74,6 +74,11 @@ class DeltaAggregate:
     # its own partition, and a refresh recomputes the partitions its touched groups are in.
     # Empty: the outer part is recomputed whole (a window without PARTITION BY, an aggregate).
     outer_partition: Tuple[Tuple[str, str], ...] = ()
+    # An outer part that aggregates the intermediate's rows again (GROUP BY, no window, no
+    # join): its output keys projected from the intermediate's rows reading `_br_inner`
+    # (SELECT DISTINCT, the outer's WHERE, no HAVING). The outer groups a refresh touches are
+    # those of the touched groups' rows before and after; only they are recomputed.
+    outer_keys_sql: Optional[str] = None
 
     # ---------------------------------------------------------------- state columns
     def state_columns(self) -> List[Tuple[str, str]]:
@@ -220,12 +225,19 @@ class DeltaAggregate:
         rows = self.output_over(state)
         if self.outer_sql is None:
             return rows
-        tree = sqlglot.parse_one(self.outer_sql, read=DIALECT)
-        for table in list(tree.find_all(exp.Table)):
-            if table.name == INNER and not table.db:
-                table.replace(exp.Subquery(this=sqlglot.parse_one(rows, read=DIALECT),
-                                           alias=exp.TableAlias(this=exp.to_identifier(INNER))))
-        return tree.sql(dialect=DIALECT)
+        return _over_inner(self.outer_sql, rows)
+
+    def touched_outer_keys(self, base: str, touched: str) -> str:
+        """The output keys of the outer groups (outer_keys_sql) that the touched groups' rows
+        fall in, before (`base`: the sidecar version the refresh started from) and after
+        (`touched`: their new state), as a relation: every outer group whose value may
+        have changed."""
+        assert self.outer_keys_sql is not None
+        before = (f"(SELECT _br_b.* FROM {base} _br_b LEFT SEMI JOIN {touched} _br_t "
+                  f"ON {keys_match(self.keys, '_br_b', '_br_t')}) _br_before")
+        rows = (f"SELECT * FROM (\n{self.output_over(before)}\n) _br_rows_before\nUNION ALL\n"
+                f"SELECT * FROM (\n{self.output_over(touched)}\n) _br_rows_after")
+        return f"(\n{_over_inner(self.outer_keys_sql, rows)}\n) _br_outer_keys"
 
     def whole_state(self, base: str, touched: str) -> str:
         """The whole new state, as a relation: the groups of `base` the refresh did not touch
@@ -258,6 +270,16 @@ class DeltaAggregate:
     def _partitions(self, touched: str) -> str:
         return (f"(SELECT DISTINCT {_cols([i for i, _ in self.outer_partition])} "
                 f"FROM {touched}) _br_p")
+
+
+def _over_inner(template: str, rows: str) -> str:
+    """`template` (an intermediate's outer SQL) with its `_br_inner` reading `rows`."""
+    tree = sqlglot.parse_one(template, read=DIALECT)
+    for table in list(tree.find_all(exp.Table)):
+        if table.name == INNER and not table.db:
+            table.replace(exp.Subquery(this=sqlglot.parse_one(rows, read=DIALECT),
+                                       alias=exp.TableAlias(this=exp.to_identifier(INNER))))
+    return tree.sql(dialect=DIALECT)
 
 
 def _base(spark_type: str) -> str:

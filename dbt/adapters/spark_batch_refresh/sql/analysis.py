@@ -198,6 +198,8 @@ def _rehearse(sql: str, analysis: Analysis) -> None:
             rows = middle.model_over(middle.in_touched_partitions(whole, "_br_rehearsal_state"))
             middle.partition_keys(rows, "_br_rehearsal_target", "_br_rehearsal_state",
                                   analysis.key)
+        if middle.outer_keys_sql is not None:
+            middle.touched_outer_keys("_br_rehearsal_base", "_br_rehearsal_state")
 
 
 def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
@@ -246,7 +248,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
         joined, joined_reason = dj.derive(tree)
     middle, middle_reason = None, None
     if reason is not None and delta is None and key and global_blocker is None:
-        middle, middle_reason = _intermediate(tree, upstreams)
+        middle, middle_reason = _intermediate(tree, upstreams, key)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
                     key_errors=tuple(key_errors(tree, unique_key)),
@@ -256,7 +258,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
                     intermediate_reason=middle_reason)
 
 
-def _intermediate(tree: exp.Expression, upstreams: Sequence[str]) -> Tuple[
+def _intermediate(tree: exp.Expression, upstreams: Sequence[str], key: Sequence[str]) -> Tuple[
         Optional[ad.DeltaAggregate], Optional[str]]:
     """The model split at its intermediate aggregate: the outermost subquery (a CTE inlined)
     that reads every scan of the model and aggregates by GROUP BY what delta upkeep can keep;
@@ -280,9 +282,46 @@ def _intermediate(tree: exp.Expression, upstreams: Sequence[str]) -> Tuple[
             why = f"its intermediate aggregate {problem}"
             continue
         sub.set("this", exp.select("*").from_(ad.INNER))
-        return replace(delta, outer_sql=inlined.sql(dialect=DIALECT),
-                       outer_partition=_outer_partition(inlined, sub, keys)), None
+        partition = _outer_partition(inlined, sub, keys)
+        return replace(delta, outer_sql=inlined.sql(dialect=DIALECT), outer_partition=partition,
+                       outer_keys_sql=None if partition else _outer_groups(inlined, sub, key)), None
     return None, why
+
+
+def _outer_groups(outer: exp.Expression, sub: exp.Subquery, key: Sequence[str]) -> Optional[str]:
+    """For an outer part that aggregates the intermediate's rows again (`select n_orders,
+    count(*) ... from (<per customer>) group by n_orders`): the model's key columns projected
+    from the intermediate's rows (SELECT DISTINCT, the outer's WHERE, without its GROUP BY
+    and HAVING), the outer groups a row falls in. None when an output row may depend on more
+    than its group's rows (a window, a join, another query level, DISTINCT, LIMIT) or a key
+    column is not a plain function of the row (an aggregate, `*`)."""
+    select = outer if isinstance(outer, exp.Select) else None
+    if (select is None or sub.parent is not select.args.get("from_")
+            or not isinstance(select.args.get("group"), exp.Group)
+            or any(select.args.get(a) for a in ("joins", "distinct", "windows", "qualify",
+                                                "order", "limit", "offset"))):
+        return None
+    group = select.args["group"]
+    if (any(group.args.get(a) for a in ("grouping_sets", "cube", "rollup", "all"))
+            or group.find(exp.Rollup, exp.Cube, exp.GroupingSets) is not None):
+        return None  # a row falls in several groupings
+    if any(s is not select and s is not sub.this for s in select.find_all(exp.Select)):
+        return None
+    if select.find(exp.Window) is not None or any(p.is_star for p in select.expressions):
+        return None
+    by_name = {p.alias_or_name.lower(): p for p in select.expressions}
+    projections = []
+    for name in key:
+        found = by_name.get(name.lower())
+        if found is None or any(is_aggregate(n) for n in found.walk()):
+            return None
+        projections.append(found.copy())
+    keys = select.copy()
+    for arg in ("group", "having"):
+        keys.set(arg, None)
+    keys.set("expressions", projections)
+    keys.set("distinct", exp.Distinct())
+    return keys.sql(dialect=DIALECT)
 
 
 def _outer_partition(outer: exp.Expression, sub: exp.Subquery,
