@@ -137,11 +137,18 @@ def test_an_aggregate_of_the_aggregate_recomputes_the_outer_groups_it_touches():
     # no HAVING (a group it filters out may still have had a row in the target)
     assert nested.outer_keys_sql == (
         "SELECT DISTINCT n_orders FROM (SELECT * FROM _br_inner) AS per WHERE spent > 0")
-    keys = nested.touched_outer_keys("side VERSION AS OF 3", "touched")
-    # the touched groups' rows before (the base version) and after (their new state)
-    assert "FROM side VERSION AS OF 3 AS _br_b LEFT SEMI JOIN touched AS _br_t" in keys
+    keys = nested.touched_outer_keys(nested.old_state("new"), "touched")
+    # the touched groups' rows before (their old state, carried in the new state's view) and
+    # after (their new state)
+    assert "FROM new WHERE NOT _br_was_br_n IS NULL" in keys
     assert keys.count("WHERE (_br_n > 0)") == 2 and "UNION ALL" in keys
     sqlglot.parse_one(f"SELECT * FROM {keys}", read="spark")
+    assert "_br_o._br_n AS _br_was_br_n" in nested.new_state_sql(
+        "delta", "old", {"_br_agg_s_1": "bigint"})
+    # a resumed refresh has no such view: the version it started from, for the touched groups
+    resumed = nested.touched_outer_keys(nested.state_before("side VERSION AS OF 3", "touched"),
+                                        "touched")
+    assert "FROM side VERSION AS OF 3 AS _br_b LEFT SEMI JOIN touched AS _br_t" in resumed
 
 
 @pytest.mark.parametrize("outer", [

@@ -51,9 +51,8 @@ class AggStaged:
     views: List[str]
     # The new state of every group, as a relation (what an intermediate's outer part reads).
     whole: str
-    # The sidecar version the refresh advanced from (the touched groups' state before), when
-    # it is still readable.
-    base: Optional[str] = None
+    # The touched groups' state before the change, as a relation (None: not readable).
+    before: Optional[str] = None
 
 
 class SidecarUpkeep:
@@ -95,10 +94,11 @@ class SidecarUpkeep:
         self._run(f"CACHE TABLE {delta} AS\n{agg.delta_sql(plus, minus)}")
         views.append(delta)
         state = f"{view}_state"
-        before = f"{ctx.sidecar} VERSION AS OF {base}" if base is not None else None
         if mine is not None:
             # Written by this plan already (a resumed refresh that restages): read it back.
             self._run(f"CACHE TABLE {state} AS\n{_written(agg, delta, ctx.sidecar, mine)}")
+            before = (agg.state_before(f"{ctx.sidecar} VERSION AS OF {base}", state)
+                      if base is not None else None)
             return AggStaged(state, views + [state], f"{ctx.sidecar} VERSION AS OF {mine}",
                              before)
         assert base is not None
@@ -128,8 +128,8 @@ class SidecarUpkeep:
             else:  # one row, always there: a blind overwrite costs less than a MERGE
                 self._run(f"INSERT OVERWRITE {ctx.sidecar} SELECT * FROM {state}")
         fail_point("after_sidecar")
-        assert before is not None
-        return AggStaged(state, views, agg.whole_state(before, state), before)
+        whole = agg.whole_state(f"{ctx.sidecar} VERSION AS OF {base}", state)
+        return AggStaged(state, views, whole, agg.old_state(new))
 
     def _signed_input(self, agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
                       pinned: Mapping[str, int], view: str, views: List[str]) -> Tuple[str, str]:

@@ -154,12 +154,12 @@ class Stager:
                     select = sqlgen.staging_affected(rows, delta.partition_keys(
                         rows, target, upkept.state, config.unique_key), config.unique_key)
                     partial = True
-                elif delta.outer_keys_sql is not None and config.unique_key and upkept.base:
+                elif delta.outer_keys_sql is not None and config.unique_key and upkept.before:
                     # An aggregate of the aggregate: the outer groups the touched groups' rows
                     # fall in, before and after, recomputed over the whole state, by key.
                     select = sqlgen.staging_affected(
                         delta.model_over(upkept.whole),
-                        delta.touched_outer_keys(upkept.base, upkept.state), config.unique_key)
+                        delta.touched_outer_keys(upkept.before, upkept.state), config.unique_key)
                     partial = True
                 else:
                     # The rest of the model over every group's new state, merged as a

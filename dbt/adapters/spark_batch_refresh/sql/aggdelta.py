@@ -35,6 +35,8 @@ RECOMPUTE = "_br_recompute"
 SIDECAR_SUFFIX = "__br_agg"
 # Where an intermediate aggregate's rows enter the rest of its model (DeltaAggregate.outer_sql).
 INNER = "_br_inner"
+# Prefix of the old state's columns in the new state view (new_state_sql).
+WAS = "_br_was"
 RULE = "delta aggregate"
 
 # min/max over these compare as values (complex types keep the recompute).
@@ -171,7 +173,23 @@ class DeltaAggregate:
                 recompute.append(f"(_br_d.{name}_minus IS NOT NULL AND ({best} IS NULL OR "
                                  f"_br_d.{name}_minus {cmp} {best}))")
         cols.append(f"({' OR '.join(recompute) or 'false'}) AS {RECOMPUTE}")
+        # The old state rides along (NULL for a new group): an intermediate's outer groups
+        # are found from it without reading the old sidecar version again (old_state).
+        cols += [f"_br_o.{n} AS {WAS}{n}" for n, _ in self.state_columns()]
         return f"SELECT {', '.join(cols)} FROM {delta} _br_d LEFT JOIN {old} _br_o ON {on}"
+
+    def old_state(self, new_state: str) -> str:
+        """The touched groups' state before the change, from new_state_sql's view (groups
+        that did not exist are left out), as a relation."""
+        cols = [q(k) for k in self.keys] + [f"{WAS}{n} AS {n}" for n, _ in self.state_columns()]
+        return (f"(SELECT {', '.join(cols)} FROM {new_state} WHERE {WAS}{ROWS} IS NOT NULL) "
+                f"_br_before")
+
+    def state_before(self, base: str, touched: str) -> str:
+        """The same from the sidecar version the refresh started from (a resumed refresh has
+        no new_state view)."""
+        return (f"(SELECT _br_b.* FROM {base} _br_b LEFT SEMI JOIN {touched} _br_t "
+                f"ON {keys_match(self.keys, '_br_b', '_br_t')}) _br_before")
 
     def extremes(self) -> List[str]:
         return [n for n, _ in self.state_columns() if _kind(n) in ("lo", "hi")]
@@ -227,14 +245,12 @@ class DeltaAggregate:
             return rows
         return _over_inner(self.outer_sql, rows)
 
-    def touched_outer_keys(self, base: str, touched: str) -> str:
+    def touched_outer_keys(self, before: str, touched: str) -> str:
         """The output keys of the outer groups (outer_keys_sql) that the touched groups' rows
-        fall in, before (`base`: the sidecar version the refresh started from) and after
+        fall in, before (`before`: their old state, old_state or state_before) and after
         (`touched`: their new state), as a relation: every outer group whose value may
         have changed."""
         assert self.outer_keys_sql is not None
-        before = (f"(SELECT _br_b.* FROM {base} _br_b LEFT SEMI JOIN {touched} _br_t "
-                  f"ON {keys_match(self.keys, '_br_b', '_br_t')}) _br_before")
         rows = (f"SELECT * FROM (\n{self.output_over(before)}\n) _br_rows_before\nUNION ALL\n"
                 f"SELECT * FROM (\n{self.output_over(touched)}\n) _br_rows_after")
         return f"(\n{_over_inner(self.outer_keys_sql, rows)}\n) _br_outer_keys"

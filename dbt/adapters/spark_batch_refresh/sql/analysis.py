@@ -199,7 +199,8 @@ def _rehearse(sql: str, analysis: Analysis) -> None:
             middle.partition_keys(rows, "_br_rehearsal_target", "_br_rehearsal_state",
                                   analysis.key)
         if middle.outer_keys_sql is not None:
-            middle.touched_outer_keys("_br_rehearsal_base", "_br_rehearsal_state")
+            middle.touched_outer_keys(middle.old_state("_br_rehearsal_new"),
+                                      "_br_rehearsal_state")
 
 
 def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
