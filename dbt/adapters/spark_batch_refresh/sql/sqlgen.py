@@ -306,10 +306,10 @@ def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
     `new_range` (a changes-only staging with new keys: their literal range) guards them as
     the MERGE's `guard_new_keys` does, in the same statement: a new row whose key the target
     already holds would silently replace that row, so the write fails with
-    DUPLICATE_KEY_MARKER before it commits. Read in the write, the target costs no statement
-    of its own (a separate read cost 0.5-0.7 s); its snapshot is the one the statement is
-    planned on, older than the write's transaction, so a run that lost the race to another
-    run's commit of this refresh is told so by Delta (skipped or a conflict), not by this."""
+    DUPLICATE_KEY_MARKER before it commits. Read in the write, the target needs no statement
+    of its own (the read costs the same either way, 0.5-0.7 s here). The snapshot it reads is
+    the write's own or an older one, so a run that lost the race to another run's commit of
+    this refresh is told so by Delta (skipped or a conflict), not by this check."""
     cols = ", ".join(q(c) for c in columns)
     listed = f"{q(key)} IN ({', '.join(literals)})"
     rows = f"{PRESENT} AND {listed}" if listed_only else PRESENT
