@@ -8,7 +8,8 @@ refresh first, Delta skipped or refused this write, and ConcurrentRefresh says w
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -151,15 +152,11 @@ class Applier:
             return self._marker(req.target, ", ".join(sqlgen.q(c) for c in columns))
         literals = [sqlgen.typed_lit(str(k), staged.key_type) for k in keys]
         guarded = staged.new_rows > 0 and not staged.whole_keys
-        try:
+        with _refusing_collisions(req, config, "the target was not touched"):
             self._run(sqlgen.replace_where(
                 req.target, staged.source, config.unique_key[0], literals, columns,
                 staged.key_range, listed_only=staged.whole_keys,
                 new_range=(staged.new_range or staged.key_range) if guarded else None))
-        except DbtRuntimeError as exc:
-            if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
-                raise
-            raise _collision(req, config, "the target was not touched") from None
         if staged.replace_counts is not None:
             return dict(staged.replace_counts)
         return {"rows_inserted": staged.new_rows,
@@ -194,12 +191,8 @@ class Applier:
             guard_new_keys=staged.from_changes,
             unordered=[n for n, t in staged.columns if not groupable_type(t)],
             key_range=staged.key_range)
-        try:
+        with _refusing_collisions(req, config, "this merge was not applied"):
             merged = self._fetch(merge)
-        except DbtRuntimeError as exc:
-            if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
-                raise
-            raise _collision(req, config, "this merge was not applied") from None
         return merge_counts(merged)
 
     def guard(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
@@ -279,6 +272,19 @@ def replaceable(staged: Staged, chunks: int) -> bool:
     if staged.whole_keys:
         return staged.rows <= WHOLE_KEYS_REPLACE_MAX
     return staged.from_changes and staged.new_rows < staged.rows
+
+
+@contextmanager
+def _refusing_collisions(req: RefreshRequest, config: BatchRefreshConfig,
+                         outcome: str) -> Iterator[None]:
+    """A write whose new-key guard fired (DUPLICATE_KEY_MARKER, raised by the statement
+    before it commits) becomes the user's bad-key error."""
+    try:
+        yield
+    except DbtRuntimeError as exc:
+        if sqlgen.DUPLICATE_KEY_MARKER not in str(exc):
+            raise
+        raise _collision(req, config, outcome) from None
 
 
 def _collision(req: RefreshRequest, config: BatchRefreshConfig,

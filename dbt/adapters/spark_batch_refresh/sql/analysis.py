@@ -296,18 +296,14 @@ def _outer_groups(outer: exp.Expression, sub: exp.Subquery, key: Sequence[str]) 
     and HAVING), the outer groups a row falls in. None when an output row may depend on more
     than its group's rows (a window, a join, another query level, DISTINCT, LIMIT) or a key
     column is not a plain function of the row (an aggregate, `*`)."""
-    select = outer if isinstance(outer, exp.Select) else None
-    if (select is None or sub.parent is not select.args.get("from_")
-            or not isinstance(select.args.get("group"), exp.Group)
-            or any(select.args.get(a) for a in ("joins", "distinct", "windows", "qualify",
-                                                "order", "limit", "offset"))):
+    select = _outer_select(outer, sub)
+    if (select is None or not isinstance(select.args.get("group"), exp.Group)
+            or any(select.args.get(a) for a in ("qualify", "order", "limit", "offset"))):
         return None
     group = select.args["group"]
     if (any(group.args.get(a) for a in ("grouping_sets", "cube", "rollup", "all"))
             or group.find(exp.Rollup, exp.Cube, exp.GroupingSets) is not None):
         return None  # a row falls in several groupings
-    if any(s is not select and s is not sub.this for s in select.find_all(exp.Select)):
-        return None
     if select.find(exp.Window) is not None or any(p.is_star for p in select.expressions):
         return None
     by_name = {p.alias_or_name.lower(): p for p in select.expressions}
@@ -325,17 +321,26 @@ def _outer_groups(outer: exp.Expression, sub: exp.Subquery, key: Sequence[str]) 
     return keys.sql(dialect=DIALECT)
 
 
+def _outer_select(outer: exp.Expression, sub: exp.Subquery) -> Optional[exp.Select]:
+    """The rest of the model as one SELECT reading only the intermediate `sub` (in its FROM:
+    no join, DISTINCT, WINDOW clause or other query level), or None."""
+    select = outer if isinstance(outer, exp.Select) else None
+    if (select is None or sub.parent is not select.args.get("from_")
+            or any(select.args.get(a) for a in ("joins", "distinct", "windows"))):
+        return None
+    if any(s is not select and s is not sub.this for s in select.find_all(exp.Select)):
+        return None
+    return select
+
+
 def _outer_partition(outer: exp.Expression, sub: exp.Subquery,
                      keys: Sequence[str]) -> Tuple[Tuple[str, str], ...]:
     """The intermediate's keys that every window of the rest of the model is partitioned by,
     each with the output column that carries it unchanged; () when an output row may depend
     on groups outside its partition (a window without PARTITION BY, an aggregate, a join,
     another query level) or there is no window."""
-    select = outer if isinstance(outer, exp.Select) else None
-    if (select is None or sub.parent is not select.args.get("from_")
-            or any(select.args.get(a) for a in ("joins", "group", "distinct", "windows"))):
-        return ()
-    if any(s is not select and s is not sub.this for s in select.find_all(exp.Select)):
+    select = _outer_select(outer, sub)
+    if select is None or select.args.get("group"):
         return ()
     windows = list(select.find_all(exp.Window))
     if not windows or any(is_aggregate(n) and not window_function(n) for n in select.walk()):
