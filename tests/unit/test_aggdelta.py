@@ -145,6 +145,9 @@ def test_an_aggregate_of_the_aggregate_recomputes_the_outer_groups_it_touches():
     sqlglot.parse_one(f"SELECT * FROM {keys}", read="spark")
     assert "_br_o._br_n AS _br_was_br_n" in nested.new_state_sql(
         "delta", "old", {"_br_agg_s_1": "bigint"})
+    # a plain delta aggregate's step carries no old state
+    plain = sa.analyze("select g, count(*) as n from raw.a group by g").delta
+    assert "_br_was" not in plain.new_state_sql("delta", "old", {})
     # a resumed refresh has no such view: the version it started from, for the touched groups
     resumed = nested.touched_outer_keys(nested.state_before("side VERSION AS OF 3", "touched"),
                                         "touched")

@@ -51,7 +51,8 @@ class AggStaged:
     views: List[str]
     # The new state of every group, as a relation (what an intermediate's outer part reads).
     whole: str
-    # The touched groups' state before the change, as a relation (None: not readable).
+    # The touched groups' state before the change, as a relation, for an intermediate whose
+    # outer part aggregates again (None otherwise, or when it is not readable).
     before: Optional[str] = None
 
 
@@ -98,7 +99,7 @@ class SidecarUpkeep:
             # Written by this plan already (a resumed refresh that restages): read it back.
             self._run(f"CACHE TABLE {state} AS\n{_written(agg, delta, ctx.sidecar, mine)}")
             before = (agg.state_before(f"{ctx.sidecar} VERSION AS OF {base}", state)
-                      if base is not None else None)
+                      if base is not None and agg.outer_keys_sql is not None else None)
             return AggStaged(state, views + [state], f"{ctx.sidecar} VERSION AS OF {mine}",
                              before)
         assert base is not None
@@ -129,7 +130,8 @@ class SidecarUpkeep:
                 self._run(f"INSERT OVERWRITE {ctx.sidecar} SELECT * FROM {state}")
         fail_point("after_sidecar")
         whole = agg.whole_state(f"{ctx.sidecar} VERSION AS OF {base}", state)
-        return AggStaged(state, views, whole, agg.old_state(new))
+        before = agg.old_state(new) if agg.outer_keys_sql is not None else None
+        return AggStaged(state, views, whole, before)
 
     def _signed_input(self, agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
                       pinned: Mapping[str, int], view: str, views: List[str]) -> Tuple[str, str]:

@@ -173,9 +173,10 @@ class DeltaAggregate:
                 recompute.append(f"(_br_d.{name}_minus IS NOT NULL AND ({best} IS NULL OR "
                                  f"_br_d.{name}_minus {cmp} {best}))")
         cols.append(f"({' OR '.join(recompute) or 'false'}) AS {RECOMPUTE}")
-        # The old state rides along (NULL for a new group): an intermediate's outer groups
-        # are found from it without reading the old sidecar version again (old_state).
-        cols += [f"_br_o.{n} AS {WAS}{n}" for n, _ in self.state_columns()]
+        if self.outer_keys_sql is not None:
+            # The old state rides along (NULL for a new group): an intermediate's outer groups
+            # are found from it without reading the old sidecar version again (old_state).
+            cols += [f"_br_o.{n} AS {WAS}{n}" for n, _ in self.state_columns()]
         return f"SELECT {', '.join(cols)} FROM {delta} _br_d LEFT JOIN {old} _br_o ON {on}"
 
     def old_state(self, new_state: str) -> str:
