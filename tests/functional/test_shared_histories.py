@@ -1,7 +1,8 @@
 """One dbt invocation reads an upstream's history once: the models over one source share the
-read, a child takes its parent's read after the parent's commit, and a statement of dbt's that
-may write (here a pre-hook inserting into the source) makes the next model read afresh, so it
-sees the rows its DAG promises it (storage/delta.py SharedHistories)."""
+read, a child takes its parent's read after the parent's commit, a `table` model built between
+them does not make them read the source again (it writes only itself), and a statement of
+dbt's that writes the source (here a pre-hook inserting into it) makes the next model read
+afresh, so it sees the rows its DAG promises it (storage/delta.py SharedHistories)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,26 @@ CHILD = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select id, v * 10 as x from {{ ref('a') }}
 """
-# Runs after a and b (which read src first); its pre-hook writes src before it plans.
-HOOKED = """
+# A `table` model built after a and b, a batch_refresh model over src after it (the table's
+# CREATE OR REPLACE does not write src: its history is still shared), and one over the table.
+TBL = """
 -- depends_on: {{ ref('a') }} {{ ref('b') }}
+{{ config(materialized='table') }}
+select id, v from {{ source('raw', 'src') }} where id < 10
+"""
+LATER = """
+-- depends_on: {{ ref('tbl') }}
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, v - 1 as u from {{ source('raw', 'src') }}
+"""
+OVER_TBL = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, v * 2 as y from {{ ref('tbl') }}
+"""
+# Runs last (after a, b and later, which read src first); its pre-hook writes src before it
+# plans.
+HOOKED = """
+-- depends_on: {{ ref('a') }} {{ ref('b') }} {{ ref('later') }} {{ ref('over_tbl') }}
 {{ config(materialized='batch_refresh', unique_key='id',
           pre_hook="insert into {{ source('raw', 'src') }} select max(id) + 1, 7 from {{ source('raw', 'src') }}") }}
 select id, v from {{ source('raw', 'src') }}
@@ -37,7 +55,7 @@ class TestSharedHistories:
     @pytest.fixture(scope="class")
     def models(self):
         return {"sources.yml": sources_yml("src"), "a.sql": A, "b.sql": B, "child.sql": CHILD,
-                "hooked.sql": HOOKED}
+                "tbl.sql": TBL, "later.sql": LATER, "over_tbl.sql": OVER_TBL, "hooked.sql": HOOKED}
 
     def test_one_read_per_invocation_and_hooks_seen(self, project, monkeypatch, tmp_path):
         schema = project.test_schema
@@ -51,19 +69,27 @@ class TestSharedHistories:
         trace = tmp_path / "trace.tsv"
         monkeypatch.setenv(TRACE_ENV, str(trace))
         second = {r.node.name: r.adapter_response for r in run_ok(["run", "--threads", "1"])}
-        assert {n: r["action"] for n, r in second.items()} == {
-            "a": "replay", "b": "replay", "child": "replay", "hooked": "replay"}, second
+        actions = {n: r.get("action") for n, r in second.items()}
+        assert {n: actions[n] for n in ("a", "b", "child", "later", "hooked")} == {
+            "a": "replay", "b": "replay", "child": "replay", "later": "replay",
+            "hooked": "replay"}, second
         statements = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
 
         def reads(relation: str) -> int:
             pattern = re.compile(rf"DESCRIBE HISTORY `?{schema}`?\.`?{relation}`? LIMIT 20", re.I)
             return sum(1 for s in statements if pattern.search(s))
-        # a and b share one read of src; the pre-hook's insert makes hooked read it again.
+        # a, b and later share one read of src (the table model between them wrote only
+        # itself); the pre-hook's insert makes hooked read it again.
         assert reads("src") == 2, statements
         # a's read after its commit serves child: no second read of a.
         assert reads("a") == 1, statements
         # hooked planned after its pre-hook's insert: its target has that row.
         newest = rows(project, f"select max(id) as m from {src}")[0]["m"]
         assert rows(project, f"select max(id) as m from {schema}.hooked")[0]["m"] == newest
-        for model in ("a", "b", "child", "hooked"):
+        # over_tbl planned after tbl was rebuilt: it has tbl's new values.
+        # over_tbl planned after tbl was rebuilt (dropped and created again at v0 by
+        # dbt-spark): it rebuilt from the new table, not a no-op over the old one.
+        assert actions["over_tbl"] == "backfill", second["over_tbl"]
+        assert rows(project, f"select y from {schema}.over_tbl where id = 0")[0]["y"] == 200
+        for model in ("a", "b", "child", "later", "over_tbl", "hooked"):
             assert_contract(project, model)

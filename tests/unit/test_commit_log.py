@@ -185,8 +185,17 @@ def test_histories_are_shared_until_dbt_may_have_written() -> None:
         shared.saw(read_only)
         DeltaReader(fetch, shared).latest_point("s.t")
     assert len(asked) == 2
-    for writing in ("insert into s.t values (1)", "/* {} */ merge into s.t", "with x as "
-                    "(select 1) insert into s.t select * from x", "-- c\ncreate table s.v as select 1"):
+    for writing in ("insert into s.t values (1)", "/* {} */ merge into s.t using x on true "
+                    "when matched then delete", "with x as (select 1) insert into s.t select * "
+                    "from x", "-- c\ncreate or replace table `spark_catalog`.`s`.`t` as select 1",
+                    "optimize s.t", "call s.proc()", "alter table s.t change column a comment 'x'"):
         shared.saw(writing)
         DeltaReader(fetch, shared).latest_point("s.t")
-    assert len(asked) == 6
+    assert len(asked) == 9
+    # A write that names other tables (a `table` model, a view model) leaves s.t's read.
+    for other in ("create or replace table s.tbl using delta as select * from s.t",
+                  "insert overwrite s.w select * from s.t", "drop view if exists s.v",
+                  "/* dbt */ create or replace view s.v as select * from s.t"):
+        shared.saw(other)
+        DeltaReader(fetch, shared).latest_point("s.t")
+    assert len(asked) == 9

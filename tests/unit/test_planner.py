@@ -57,6 +57,21 @@ def test_version_going_back_rebuilds():
     assert p.action == "backfill" and "went back" in p.reason
 
 
+def test_same_version_from_another_commit_rebuilds():
+    """An upstream dropped and created again up to the version consumed (dbt-spark rebuilds a
+    `table` model that way on every run): same number, another commit time. Main took it for
+    "no upstream changed" and kept the model stale."""
+    later = {"s.t": UpstreamPoint(5, T0 + timedelta(minutes=3))}
+    p = plan(consumed(5, at=T0), latest=later)
+    assert p.action == "backfill" and "recreated up to the consumed version" in p.reason
+    assert p.versions_to() == {"s.t": 5}
+    with pytest.raises(BatchRefreshUserError, match="on_change_feed_gap"):
+        plan(consumed(5, at=T0), latest=later,
+             config={"unique_key": "id", "on_change_feed_gap": "fail"})
+    # A commit time nobody recorded (older state) cannot tell: nothing moved, as before.
+    assert plan(consumed(5, at=None), latest=later).action == "noop"
+
+
 def test_gate_closed_then_open():
     cfg = {"unique_key": "id", "refresh_interval": "1h"}
     closed = plan(consumed(3, at=T0), latest={"s.t": UpstreamPoint(5, T0 + timedelta(minutes=5))},

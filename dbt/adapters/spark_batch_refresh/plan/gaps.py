@@ -29,6 +29,8 @@ GAP_TEXT = {
     "vacuumed": "change files of the range were removed by VACUUM",
     "recreated": "the table was dropped and recreated (its Delta table id changed)",
     "went_back": "the table's version went backwards (dropped and recreated)",
+    "same_version": ("the table was dropped and recreated up to the consumed version (its "
+                     "commit at that version has another commit time)"),
 }
 
 

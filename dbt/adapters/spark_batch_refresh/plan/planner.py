@@ -162,6 +162,13 @@ def plan_run(
         if point.version < seen.version:
             return rebuild_or_fail(model, config, backfill(""),
                                    gap=Gap("went_back", upstream, seen.version, point.version))
+        if (point.version == seen.version and None not in (point.timestamp, seen.timestamp)
+                and point.timestamp != seen.timestamp):
+            # Dropped and created again up to the same version (dbt-spark's `table`
+            # materialization does that on every run unless file_format='delta'): the same
+            # number, another commit. Taken for "nothing moved" it left the model stale.
+            return rebuild_or_fail(model, config, backfill(""),
+                                   gap=Gap("same_version", upstream, seen.version, point.version))
 
     consumed = {u: state.consumed[u] for u in pinned}
     moved = {u: p for u, p in pinned.items() if p.version > consumed[u].version}

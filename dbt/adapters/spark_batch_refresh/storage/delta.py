@@ -17,6 +17,7 @@ from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
+from dbt.adapters.spark_batch_refresh.sql.statements import first_word, written_tables
 
 # How far back a run looks for its own last commit when the newest one is not a refresh's
 # (table maintenance, or a write by someone else).
@@ -57,7 +58,6 @@ def raw_time(rows: List[Dict[str, Any]], i: int) -> Optional[datetime]:
 # materialization, a seed) the invocation's shared histories may be stale.
 _READ_ONLY = ("select", "show", "describe", "desc", "explain", "set", "reset", "use",
               "cache", "uncache", "refresh", "list")
-_FIRST_WORD = re.compile(r"(?:\s|\(|/\*.*?\*/|--[^\n]*\n)*([A-Za-z]+)", re.S)
 
 
 def _relation_key(relation: str) -> str:
@@ -71,8 +71,10 @@ class SharedHistories:
 
     A read older than the relation is still a consistent point to pin: a model that plans from
     it consumes that version and the next run takes the rest. But dbt's DAG promises a model
-    its parents' writes, so any statement of dbt's that may write (a hook, a `table` model, a
-    seed) forgets everything, and the adapter forgets everything when the invocation ends."""
+    its parents' writes, so a statement of dbt's that writes (a hook, a `table` model, a seed)
+    forgets the tables it names (sql/statements.py), one that may write and names none that
+    the parser can tell forgets everything, and the adapter forgets everything when the
+    invocation ends."""
 
     def __init__(self) -> None:
         self._rows: Dict[str, List[Dict[str, Any]]] = {}
@@ -103,10 +105,19 @@ class SharedHistories:
             self._facts.clear()
 
     def saw(self, sql: str) -> None:
-        """A statement issued outside the refreshes: forget everything unless it only reads."""
-        match = _FIRST_WORD.match(sql)
-        if match is None or match.group(1).lower() not in _READ_ONLY:
+        """A statement issued outside the refreshes: forget what it may have written."""
+        if first_word(sql) in _READ_ONLY:
+            return
+        written = written_tables(sql)
+        if written is None:
             self.clear()
+            return
+        with self._lock:
+            for key in [k for k in self._rows
+                        if any(k == n or k.endswith("." + n) for n in written)]:
+                del self._rows[key]
+            # View definitions and view lists: a created or dropped view changes them.
+            self._facts.clear()
 
 
 class DeltaReader:
