@@ -181,7 +181,8 @@ def test_histories_are_shared_until_dbt_may_have_written() -> None:
     DeltaReader(fetch, shared).read_after_commit("`s`.`u`")  # a refresh's own target
     DeltaReader(fetch, shared).latest_point("s.u")  # its child plans from that read
     assert len(asked) == 2
-    for read_only in ("select 1", "/* dbt */ show tables", "\n  describe s.t", "SET a=b"):
+    for read_only in ("select 1", "/* dbt */ show tables", "\n  describe s.t", "SET a=b",
+                      "with x as (select * from s.t) select count(*) from x"):
         shared.saw(read_only)
         DeltaReader(fetch, shared).latest_point("s.t")
     assert len(asked) == 2

@@ -34,10 +34,10 @@ def first_word(sql: str) -> Optional[str]:
 
 
 def written_tables(sql: str) -> Optional[FrozenSet[str]]:
-    """The table (or view) names the statements in `sql` write, each as its last name part in
-    lower case (a catalog or schema prefix may be spelled differently elsewhere, so callers
-    match on the table name alone: forgetting too much costs a read, too little a stale one).
-    None when it cannot tell: the caller must assume anything changed."""
+    """The table (or view) names the statements in `sql` write (none for a query), each as its
+    last name part in lower case (a catalog or schema prefix may be spelled differently
+    elsewhere, so callers match on the table name alone: forgetting too much costs a read, too
+    little a stale one). None when it cannot tell: the caller must assume anything changed."""
     if first_word(sql) not in _PARSED:
         return None
     try:
@@ -52,10 +52,12 @@ def written_tables(sql: str) -> Optional[FrozenSet[str]]:
         if targets is None:
             return None
         names |= targets
-    return frozenset(names) if names else None
+    return frozenset(names)
 
 
 def _targets(statement: exp.Expression) -> Optional[set]:
+    if isinstance(statement, exp.Query):
+        return set()  # `WITH ... SELECT`: reads only
     if isinstance(statement, (exp.Insert, exp.Merge, exp.Update, exp.Delete)):
         return _named(statement.this)
     if isinstance(statement, exp.Create):
