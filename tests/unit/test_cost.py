@@ -41,7 +41,9 @@ def test_small_table_overwrites_large_table_replays():
     small = remember(CostMemory(), "backfill", 1.0, 1_000)  # overwrite ~0.6 s
     choice = choose(small, 10, None)
     assert choice.strategy == "overwrite"
-    assert f"replay ~{cost.REPLAY_FLOOR_S:.1f}s default (more than 1.15x overwrite)" in choice.describe()
+    assert choice.describe().startswith(
+        f"replay ~{cost.REPLAY_FLOOR_S:.1f}s default (more than overwrite), overwrite ~0.5s "
+        "from its backfill (chosen)"), choice.describe()
     large = remember(CostMemory(), "backfill", 40.0, 10_000_000)  # overwrite ~24 s
     assert choose(large, 10_000, None).strategy == "replay"
 
@@ -65,6 +67,23 @@ def test_estimate_corrects_itself_after_a_slow_replay():
     assert choose(slow, 100, None).strategy == "overwrite"
     # Only measured rebuilds count: a resumed (unmeasured) refresh leaves the memory as it is.
     assert remember(slow, "replay", None, 100) == slow
+
+
+def test_an_overwrite_never_made_is_tried_without_the_margin():
+    """A measured replay stays unless a measured overwrite is 1.15x cheaper; an overwrite only
+    scaled from the backfill (a guess, perhaps inflated by a cold JVM) is tried as soon as it
+    is estimated cheaper at all, and measured from then on."""
+    memory = remember(CostMemory(), "backfill", 7.5, 5_000)  # overwrite guessed at 3.75 s
+    memory = remember(memory, "replay", 4.2, 100)
+    tried = choose(memory, 100, None)
+    assert tried.strategy == "overwrite", tried.describe()
+    assert "replay ~4.2s measured (more than overwrite)" in tried.describe()
+    measured = remember(memory, "overwrite", 3.9, 5_000)  # as dear as the replay, give or take
+    kept = choose(measured, 100, None)
+    assert kept.strategy == "replay", kept.describe()
+    assert "overwrite ~3.9s measured (more than replay)" in kept.describe()
+    cheap = remember(memory, "overwrite", 0.8, 5_000)
+    assert "replay ~4.2s measured (more than 1.15x overwrite)" in choose(cheap, 100, None).describe()
 
 
 def test_full_recompute_costs_more_than_an_overwrite_by_default():
