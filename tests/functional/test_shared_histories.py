@@ -25,8 +25,9 @@ CHILD = """
 {{ config(materialized='batch_refresh', unique_key='id') }}
 select id, v * 10 as x from {{ ref('a') }}
 """
-# A `table` model built after a and b, a batch_refresh model over src after it (the table's
-# CREATE OR REPLACE does not write src: its history is still shared), and one over the table.
+# A `table` model built after a and b (dbt-spark drops it and creates it again: no
+# file_format), a batch_refresh model over src after it (those statements do not write src:
+# its history is still shared), and one over the table.
 TBL = """
 -- depends_on: {{ ref('a') }} {{ ref('b') }}
 {{ config(materialized='table') }}
@@ -86,7 +87,6 @@ class TestSharedHistories:
         # hooked planned after its pre-hook's insert: its target has that row.
         newest = rows(project, f"select max(id) as m from {src}")[0]["m"]
         assert rows(project, f"select max(id) as m from {schema}.hooked")[0]["m"] == newest
-        # over_tbl planned after tbl was rebuilt: it has tbl's new values.
         # over_tbl planned after tbl was rebuilt (dropped and created again at v0 by
         # dbt-spark): it rebuilt from the new table, not a no-op over the old one.
         assert actions["over_tbl"] == "backfill", second["over_tbl"]
