@@ -33,6 +33,7 @@ def test_named_writes(sql, names):
 
 @pytest.mark.parametrize("sql", [
     "optimize s.t", "vacuum s.t", "call s.proc()", "drop schema s cascade", "create schema s",
+    "replace table s.t as select 1",
     "insert overwrite directory '/tmp/x' select 1", "insert into s.t select 1; optimize s.t",
     "alter table s.t change column a comment 'x'", "not sql at all (",
 ])

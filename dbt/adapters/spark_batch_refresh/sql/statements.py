@@ -20,8 +20,9 @@ from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 # First words of the statements whose written tables the parser names. Anything else that may
 # write (OPTIMIZE, CALL, a statement sqlglot reads only as a command) is answered with None:
 # the caller then forgets everything.
-_PARSED = frozenset({"insert", "create", "replace", "merge", "update", "delete", "drop",
-                     "alter", "truncate", "with"})
+# (`REPLACE TABLE` is not among them: sqlglot's Spark dialect cannot parse it.)
+_PARSED = frozenset({"insert", "create", "merge", "update", "delete", "drop", "alter",
+                     "truncate", "with"})
 _FIRST_WORD = re.compile(r"(?:\s|\(|/\*.*?\*/|--[^\n]*\n)*([A-Za-z]+)", re.S)
 # Object kinds a CREATE / DROP names whose history a refresh may have read.
 _RELATION_KINDS = frozenset({"TABLE", "VIEW"})
@@ -60,12 +61,11 @@ def _targets(statement: exp.Expression) -> Optional[set]:
         return set()  # `WITH ... SELECT`: reads only
     if isinstance(statement, (exp.Insert, exp.Merge, exp.Update, exp.Delete)):
         return _named(statement.this)
+    if isinstance(statement, (exp.Create, exp.Drop)) and str(
+            statement.args.get("kind") or "").upper() not in _RELATION_KINDS:
+        return None  # a schema, a function: not a relation whose history was read
     if isinstance(statement, exp.Create):
-        kind = str(statement.args.get("kind") or "").upper()
-        return _named(statement.this) if kind in _RELATION_KINDS else None
-    if isinstance(statement, exp.Drop) and str(statement.args.get("kind") or "").upper() not in (
-            _RELATION_KINDS):
-        return None
+        return _named(statement.this)
     if isinstance(statement, (exp.Drop, exp.Alter, exp.TruncateTable)):
         # ALTER ... RENAME TO names both tables; DROP and TRUNCATE may name several.
         return {t.name.lower() for t in statement.find_all(exp.Table) if t.name} or None
