@@ -93,3 +93,39 @@ class TestSharedHistories:
         assert rows(project, f"select y from {schema}.over_tbl where id = 0")[0]["y"] == 200
         for model in ("a", "b", "child", "later", "over_tbl", "hooked"):
             assert_contract(project, model)
+
+    def test_histories_read_from_the_jvm_equal_describe_history(self, project):
+        """The embedded session answers DESCRIBE HISTORY from Delta's log (storage/jvm_history.py):
+        the same rows as the SQL, commit metadata and session-clock times included, for the
+        target a refresh wrote and its source; a view, a missing table and a non-Delta table are
+        left to the SQL and its error."""
+        from dbt.adapters.spark_batch_refresh.client.session_cursor import SessionCursor
+        from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
+        from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
+
+        schema = project.test_schema
+        session = EmbeddedSpark._base
+        project.run_sql(f"create or replace view {schema}.v_src as select * from {schema}.src")
+        project.run_sql(f"create table {schema}.plain (id int) using parquet")
+
+        def by_sql(sql: str) -> list:  # as the adapter's cursor returns them (session clock)
+            cursor = SessionCursor(session)
+            cursor.execute(sql)
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+        for relation in (f"{schema}.a", f"`{schema}`.`src`", f"spark_catalog.{schema}.hooked"):
+            sql = f"DESCRIBE HISTORY {relation} LIMIT 20"
+            found = read_history(session, history_read(sql))
+            expected = by_sql(sql)
+            assert found is not None and len(found) == len(expected) > 1, relation
+            for got, want in zip(found, expected):
+                # Delta's JSON leaves out the null entries of a map (CREATE TABLE's description)
+                want["operationParameters"] = {k: v for k, v in
+                                               (want["operationParameters"] or {}).items()
+                                               if v is not None}
+                assert got == want, (relation, got, want)
+        assert any(r["userMetadata"] for r in found)
+        for relation in ("v_src", "nope", "plain"):
+            assert read_history(session, history_read(
+                f"DESCRIBE HISTORY {schema}.{relation} LIMIT 1")) is None, relation

@@ -36,6 +36,7 @@ from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
+from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -67,6 +68,9 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     # ------------------------------------------------------------------ SQL plumbing
     def _fetch_dicts(self, sql: str) -> List[Dict[str, Any]]:
         """Run one statement on this thread's connection; rows as dicts (no agate)."""
+        history = self._history_from_jvm(sql)
+        if history is not None:
+            return history
         _, cursor = self.connections.add_query(sql, auto_begin=False)
         description = cursor.description or []
         names = [d[0] for d in description]
@@ -79,6 +83,22 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             # (vacuumed files) surfaces here and must reach the gap handler as a dbt error.
             raise DbtRuntimeError(str(exc)) from exc
         return [dict(zip(names, tuple(row))) for row in rows or []]
+
+    def _history_from_jvm(self, sql: str) -> Optional[List[Dict[str, Any]]]:
+        """A DESCRIBE HISTORY in the embedded session, read from the JVM (storage/jvm_history.py);
+        None for every other statement and connection."""
+        if self.config.credentials.method != ConnectionMethod.SESSION:
+            return None
+        read = history_read(sql)
+        if read is None:
+            return None
+        # The thread's connection (opened now if it was not): its session, its catalog.
+        wrapper = self.connections.get_thread_connection().handle
+        session = getattr(getattr(wrapper, "handle", None), "session", None)
+        rows = read_history(session, read) if session is not None else None
+        if rows is not None:
+            logger.debug(f"{sql} (read from the embedded session's Delta log: {len(rows)} rows)")
+        return rows
 
     def _run_sql(self, sql: str) -> None:
         self.connections.add_query(sql, auto_begin=False)
