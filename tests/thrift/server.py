@@ -60,8 +60,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# Starts the embedded session once, in a process of its own: its start resolves the Delta
+# package under the machine's resolution lock and remembers the jars (embedded/jar_cache.py).
+_RESOLVE = """
+import sys
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import SessionSettings
+from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
+EmbeddedSpark._start(SessionSettings(session_dir=sys.argv[1])).stop()
+"""
+
+
 def _cached_jars() -> Optional[List[str]]:
-    return read_jars(jar_cache_file(delta_package(SessionSettings(), os.environ), os.environ))
+    """The Delta jars the embedded session remembers, resolved first if no start has yet.
+
+    A server given the package instead resolves it with Ivy itself, outside that lock: on a
+    machine whose Ivy cache was empty, the first `make test` had the Thrift Server resolving
+    while the other pytest worker's embedded session did, and the server failed ("download
+    failed: io.delta#delta-spark...")."""
+    cache = jar_cache_file(delta_package(SessionSettings(), os.environ), os.environ)
+    jars = read_jars(cache)
+    if jars and all(os.path.isfile(j) for j in jars):
+        return jars
+    with tempfile.TemporaryDirectory(prefix="delta-jars-") as where:
+        done = subprocess.run([sys.executable, "-c", _RESOLVE, where], cwd=where, text=True,
+                              capture_output=True, timeout=1200,
+                              env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+    if done.returncode != 0:
+        raise RuntimeError(f"resolving the Delta jars failed:\n{done.stderr[-3000:]}")
+    return read_jars(cache)
 
 
 # The server runs in a time zone of its own (UTC-11, no daylight saving; test clients here run
