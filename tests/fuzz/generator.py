@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
@@ -90,10 +91,16 @@ class Model:
     config: Dict[str, object] = field(default_factory=dict)  # batch_refresh configs
     features: Set[str] = field(default_factory=set)
     ident: Optional[str] = None  # a single-column key downstream models can join on
-    refs: List[str] = field(default_factory=list)
+    refs: List[str] = field(default_factory=list)  # the generated models it reads (twins too)
+    # Its `table` twin is created by CREATE OR REPLACE (file_format='delta': a new version, a
+    # change feed of the whole replacement) rather than dropped and created again (dbt-spark's
+    # default: version 0 again), so a model over the twin tests both kinds of table upstream.
+    twin_replaced: bool = False
 
     def config_text(self, materialized: str) -> str:
         if materialized != "batch_refresh":
+            if self.twin_replaced:
+                return "{{ config(materialized='table', file_format='delta') }}"
             return "{{ config(materialized='table') }}"
         parts = ["materialized='batch_refresh'"] + [f"{k}={v!r}" for k, v in self.config.items()]
         return "{{ config(" + ", ".join(parts) + ") }}"
@@ -120,6 +127,19 @@ KINDS = ["rowwise", "join", "join_sub", "agg", "agg_join", "global", "distinct",
          "window", "dedup", "downstream", "union_agg", "window_join", "union_distinct", "self_join",
          "agg_report"]
 WEIGHTS = [2, 4, 4, 3, 3, 1, 2, 2, 2, 2, 3, 1, 1, 1, 2, 2]
+
+
+TWIN_SUFFIX = "_tbl"
+
+
+def twin_name(name: str) -> str:
+    """The `table` twin of a generated model (tests/fuzz/harness.py builds both)."""
+    return name + TWIN_SUFFIX
+
+
+def model_name(ref: str) -> str:
+    """The generated model a ref names: itself, or the model whose twin it is."""
+    return ref[: -len(TWIN_SUFFIX)] if ref.endswith(TWIN_SUFFIX) else ref
 
 
 class Generator:
@@ -245,7 +265,13 @@ class Generator:
         if not usable:
             return None
         m = self.rng.choice(usable)
-        return Side(alias, f"{{{{ ref('{m.name}') }}}}", dict(m.cols), m.ident, m.name, "model")
+        # A third of the reads go to the model's `table` twin, an upstream that a dbt `table`
+        # model rewrites on every run. Chosen by hash, not by self.rng, so that adding this
+        # left every other draw of a seed as it was.
+        name = m.name
+        if zlib.crc32(f"{len(self.models)}:{alias}:{m.name}".encode()) % 3 == 0:
+            name = twin_name(m.name)
+        return Side(alias, f"{{{{ ref('{name}') }}}}", dict(m.cols), m.ident, name, "model")
 
     def base_side(self, allow_model: bool = True, forms=("table", "filtered", "projected")) -> Side:
         if allow_model and self.chance(0.2):
@@ -1106,6 +1132,9 @@ class Generator:
         else:
             m = self.gen_downstream(name, features)
         m.refs = sorted({p.split("'")[1] for p in m.body.split("{{ ref(")[1:]})
+        if any(r.endswith(TWIN_SUFFIX) for r in m.refs):
+            m.features.add("over_table")
+        m.twin_replaced = zlib.crc32(f"twin:{name}".encode()) % 2 == 0
         if m.key and self.chance(0.15):
             m.config["merge_chunk_rows"] = self.rng.choice([1, 3, 10])  # several MERGE commits
             m.features.add("chunked")

@@ -31,7 +31,8 @@ from typing import Any, Dict, List, Optional
 from dbt.tests.util import run_dbt
 
 from tests.fuzz.data import SCHEMA, Data, merge_sql
-from tests.fuzz.generator import Model, generate
+from tests.fuzz.generator import Model, generate, model_name
+from tests.fuzz.generator import twin_name as twin
 from tests.functional.helpers import compiled_sql, rows, sources_yml
 
 PLACEHOLDER = "__SCHEMA__"
@@ -61,10 +62,6 @@ class Settings:
             out=os.path.abspath(os.environ.get("BATCH_REFRESH_FUZZ_OUT") or "fuzz-failures"),
             avoid_known=os.environ.get("BATCH_REFRESH_FUZZ_AVOID_KNOWN", "") not in ("", "0"),
         )
-
-
-def twin(name: str) -> str:
-    return f"{name}_tbl"
 
 
 def model_files(models: List[Model]) -> Dict[str, str]:
@@ -270,7 +267,7 @@ class FuzzRun:
             name = todo.pop()
             if name not in names:
                 names.append(name)
-                todo.extend(self.by_name[name].refs)
+                todo.extend(model_name(r) for r in self.by_name[name].refs)
         return names
 
     def summary(self) -> str:
