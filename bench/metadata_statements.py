@@ -5,6 +5,9 @@ read a row-wise replay stages from. The question it answered: does `DESCRIBE DET
 reports file count and size, so Delta rebuilds the snapshot state) buy anything later, or is it
 pure overhead next to `SHOW TBLPROPERTIES` and a `DESCRIBE HISTORY` window?
 
+Session 29 added the same reads answered from Delta's log in the embedded session
+(storage/jvm_history.py), the variants marked (JVM).
+
 usage: .venv/bin/python bench/metadata_statements.py [rounds]   (run alone: 2 cores)
 Prints the median seconds per variant (the first two rounds of each are left out: JIT warm-up).
 Everything lives in a temporary directory that is removed at the end.
@@ -21,6 +24,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.scratch_spark import arguments, scratch  # noqa: E402
 
+from dbt.adapters.spark_batch_refresh.storage.jvm_history import (  # noqa: E402
+    history_read, read_history)
+
+JVM = "JVM "  # a statement the adapter answers from Delta's log in the embedded session
+
 VARIANTS: Dict[str, List[str]] = {
     "none": [],
     "describe detail": ["DESCRIBE DETAIL u"],
@@ -31,6 +39,9 @@ VARIANTS: Dict[str, List[str]] = {
     "history limit 1": ["DESCRIBE HISTORY u LIMIT 1"],
     "history limit 10": ["DESCRIBE HISTORY u LIMIT 10"],
     "history limit 20": ["DESCRIBE HISTORY u LIMIT 20"],
+    # Session 29: the embedded session's reads from Delta's log (storage/jvm_history.py).
+    "history limit 1 (JVM)": [JVM + "DESCRIBE HISTORY u LIMIT 1"],
+    "history limit 20 (JVM)": [JVM + "DESCRIBE HISTORY u LIMIT 20"],
 }
 
 
@@ -38,7 +49,10 @@ def main(rounds: int) -> None:
 
     def timed(sql: str) -> float:
         started = time.monotonic()
-        spark.sql(sql).collect()
+        if sql.startswith(JVM):
+            assert read_history(spark, history_read(sql[len(JVM):])) is not None
+        else:
+            spark.sql(sql).collect()
         return time.monotonic() - started
 
     with scratch("br-metadata-bench-", "local[1]", 1) as spark:
