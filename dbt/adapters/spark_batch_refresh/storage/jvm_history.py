@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional
 
 from dbt.adapters.spark_batch_refresh.client.session_cursor import session_zone
@@ -104,8 +104,11 @@ def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any
 def _row(commit: Dict[str, Any], zone: Any) -> Dict[str, Any]:
     row = {name: commit.get(name) for name in COLUMNS}
     millis = commit.get("timestamp")
-    if isinstance(millis, (int, float)):
-        instant = datetime.fromtimestamp(millis / 1000, tz=timezone.utc)
+    if isinstance(millis, int):
+        # whole seconds and milliseconds apart: a float division could land a microsecond off,
+        # and a consumed commit's time is compared for equality (storage/delta.py same_table)
+        instant = (datetime.fromtimestamp(millis // 1000, tz=timezone.utc)
+                   + timedelta(milliseconds=millis % 1000))
         local = instant.astimezone(zone) if zone is not None else instant.astimezone()
         row["timestamp"] = local.replace(tzinfo=None)
     return row
