@@ -59,6 +59,8 @@ def history_read(sql: str) -> Optional[HistoryRead]:
 
 
 def _name_parts(relation: str) -> Optional[List[str]]:
+    # Not sqlglot: its Table parse takes a quoted string ('/tmp/t') or a four-part name for a
+    # table name, which Spark's DESCRIBE HISTORY does not; such a read must go to the SQL.
     parts: List[str] = []
     at = 0
     while True:
@@ -83,11 +85,12 @@ def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any
         ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
             read.table, jvm.scala.Option.apply(read.database))
         catalog = session._jsparkSession.sessionState().catalog()
-        if catalog.isTempView(ident) or not catalog.tableExists(ident):
+        if catalog.isTempView(ident):
             return None  # SQL resolves a temporary view first
-        if catalog.getTableMetadata(ident).tableType().name() == "VIEW":
+        table = catalog.getTableMetadata(ident)  # a missing table raises: SQL says so
+        if table.tableType().name() == "VIEW":
             return None
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session._jsparkSession, ident)
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session._jsparkSession, table)
         if not log.tableExists():
             return None
         commits = log.history().getHistory(jvm.scala.Some(read.limit))
