@@ -137,6 +137,27 @@ def test_commit_metadata_carries_the_measurement():
     assert back.change_rows == 12 and back.estimate_s == 2.5 and back.cost == commit.cost
 
 
+def test_a_backfill_is_measured_from_its_staging():
+    """A backfill's sample (the overwrite's guess) leaves out its planning and metadata reads,
+    seconds in the first model of a cold JVM; other refreshes keep their whole time."""
+    def landed(action: str) -> RefreshCommit:
+        commit = RefreshCommit(
+            model_id="m", refresh=1, plan_id="p", run_id="p", action=action, mode="full",
+            reason="r", fingerprint="fp", columns="c", pinned={}, consumed={},
+            started=T0, prep_s=4.5, change_rows=5)
+        back = RefreshCommit.from_history(
+            {"userMetadata": commit.to_metadata(), "version": 0,
+             "timestamp": T0 + timedelta(seconds=7), "operationMetrics": {"numOutputRows": "9"}},
+            "m")
+        assert back is not None and back.prep_s == 4.5 and back.seconds() == 7.0
+        return back
+    assert landed("backfill").memory_after().of("backfill") == (Sample(2.5, 9),)
+    assert landed("overwrite").memory_after().of("overwrite") == (Sample(7.0, 9),)
+    # 7 s whole made an overwrite ~3.5 s, over the default replay's 3 s; 2.5 s makes it ~1.2 s.
+    assert choose(remember(CostMemory(), "backfill", 7.0, 9), 1000, None).strategy == "replay"
+    assert choose(landed("backfill").memory_after(), 1000, None).strategy == "overwrite"
+
+
 def test_explain_shows_the_next_write_and_the_last_estimate():
     from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
     from dbt.adapters.spark_batch_refresh.report import explain

@@ -67,6 +67,7 @@ class _Run:
     staged: Optional[Staged] = None
     memory: CostMemory = field(default_factory=CostMemory)  # measured refreshes, for the commit
     clock: Optional[datetime] = None  # measuring_time() at the start, for the next estimate
+    prep_s: Optional[float] = None  # seconds from `clock` to the staging
     committed: bool = False  # a commit of this refresh is in the target's log
 
     @property
@@ -90,7 +91,8 @@ class _Run:
             run_id=self.run_id, action=plan.action, mode=plan.mode, reason=plan.reason,
             fingerprint=self.fingerprint, columns=columns_hash(self.columns),
             pinned=plan.pinned, consumed=plan.consumed, staged_rows=self.result.staged_rows,
-            fallback_reason=plan.fallback_reason, started=self.clock, change_rows=plan.change_rows,
+            fallback_reason=plan.fallback_reason, started=self.clock, prep_s=self.prep_s,
+            change_rows=plan.change_rows,
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None)
@@ -223,6 +225,9 @@ class Refresher:
     def _execute(self, run: _Run, store: StateStore, waiter: LeaseWait) -> RefreshResult:
         req, result = run.req, run.result
         result.run_id = run.run_id
+        now = measuring_time()
+        if now is not None and run.clock is not None:
+            run.prep_s = round((now - run.clock).total_seconds(), 3)
         try:
             chunks = self._stage_with_gap(run)
             if chunks == 1:

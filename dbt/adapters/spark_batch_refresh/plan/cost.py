@@ -25,7 +25,8 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, OVERW
 
 # Defaults until the model has measured its own refreshes (bench/README.md, "strategies"):
 # a replay's fixed floor (histories, staging, key check, one commit) and its cost per change row;
-# an overwrite against the backfill it follows (the backfill also caches and checks the rows);
+# an overwrite against the backfill it follows, counted from the backfill's staging on (the
+# backfill also caches and checks the rows; RefreshCommit.memory_after);
 # a full recompute merged as a difference against an overwrite (the same recompute plus a MERGE
 # over the whole target).
 REPLAY_FLOOR_S = 3.0
