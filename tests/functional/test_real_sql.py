@@ -6,7 +6,9 @@ Outer joins whose NULL-supplying side changes, with a key that reads that side:
 An order gaining its first item unmakes its NULL-extended row (`k = 'o:32'`) and makes a
 matched one (`k = 'i:…'`); losing its last item does the reverse. The affected keys must hold
 both, for every form of NULL-supplying side: a subquery, USING, several ON conditions, a FULL
-join with the changed side first. A join group and a chain of FULL joins cannot be bounded and
+join with the changed side first. An aggregate over a `LEFT OUTER JOIN` whose NULL-supplying
+side changed failed its replay: the key query made the join inner and wrote `OUTER JOIN`,
+which Spark cannot parse (TPC-DS Q72). A join group and a chain of FULL joins cannot be bounded and
 fall back to a full recompute; a window model downstream inherits whatever its input holds.
 A percentile model must be exact (the regenerated SQL used to read `percentile_cont` as
 `percentile_approx`), a `SELECT * ... QUALIFY` must keep its columns, and a model with two
@@ -41,7 +43,7 @@ from {{ source('raw', 'orders') }} o left join {{ source('raw', 'items') }} usin
     "oj_conditions": f"""
 select {KEY}, o.o_id, s.qty
 from {{{{ source('raw', 'orders') }}}} o
-left join {{{{ source('raw', 'items') }}}} s on s.o_id = o.o_id and s.qty > 0
+left outer join {{{{ source('raw', 'items') }}}} s on s.o_id = o.o_id and s.qty > 0
 """,
     "oj_full_first": f"""
 select {KEY}, o.status, s.qty
@@ -80,8 +82,15 @@ select i_id, o_id, qty, rank() over (partition by o_id order by qty, i_id) as r,
        sum(qty) over (partition by p_id) as tot
 from {{ source('raw', 'items') }}
 """,
+    # affected groups through a LEFT OUTER JOIN's NULL-supplying side (TPC-DS Q72's shape)
+    "oj_agg": """
+select o.status, count(s.i_id) as n_items, coalesce(sum(s.qty), 0) as qty
+from {{ source('raw', 'orders') }} o
+left outer join {{ source('raw', 'items') }} s on s.o_id = o.o_id
+group by o.status
+""",
 }
-KEYS = {"pct": "p_id", "latest_item": "i_id", "two_windows": "i_id"}
+KEYS = {"pct": "p_id", "latest_item": "i_id", "two_windows": "i_id", "oj_agg": "status"}
 DOWNSTREAM = """
 select k, o_id, row_number() over (partition by o_id order by k) as rn
 from {{ ref('oj_sub') }}
@@ -145,7 +154,7 @@ class TestRealSql:
         # order 32 gains its first item: 'o:32' must go, 'i:99001' come
         project.run_sql(f"insert into {schema}.items values (99001, 32, 1, 5)")
         results = self.check(project)
-        for name in ("oj_sub", "oj_using", "oj_conditions", "oj_full_first"):
+        for name in ("oj_sub", "oj_using", "oj_conditions", "oj_full_first", "oj_agg"):
             assert (results[name]["action"], results[name]["mode"]) == ("replay",
                                                                          "incremental"), (
                 name, results[name])

@@ -1,5 +1,7 @@
 """Affected-key analysis on SQL text alone (no Spark): shapes that replay, and fallback reasons."""
 
+import re
+
 import pytest
 
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
@@ -87,6 +89,9 @@ ITEM_KEY = ("coalesce(concat('i:', cast(s.i_id as string)), "
     "left join src.items s using (o_id)",
     "left join src.items s on s.o_id = o.o_id and s.qty > 0",
     "full join (select * from src.items) s on s.o_id = o.o_id",
+    # made inner, a LEFT OUTER JOIN kept its OUTER and read `OUTER JOIN` (TPC-DS Q72)
+    "left outer join src.items s on s.o_id = o.o_id",
+    "full outer join src.items s on s.o_id = o.o_id",
 ])
 def test_outer_join_key_read_from_the_null_side_gets_its_null_extended_rows(null_side):
     """Issue 31: an order gaining its first item (or losing its last) unmakes (makes) its
@@ -99,6 +104,7 @@ def test_outer_join_key_read_from_the_null_side_gets_its_null_extended_rows(null
     assert len(out) == 1 and " UNION ALL " in out[0]
     extended = out[0].split(" UNION ALL ")[1]
     assert "LEFT SEMI JOIN" in extended and "WHERE FALSE" in extended
+    assert not re.search(r"(?<!LEFT )(?<!RIGHT )(?<!FULL )OUTER JOIN", out[0]), out[0]
 
 
 @pytest.mark.parametrize("sql,reason", [

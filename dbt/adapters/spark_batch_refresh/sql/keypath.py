@@ -225,14 +225,14 @@ class _Walk:
                     join.set("kind", "SEMI")
                     self.notes.append(f"anti join against {alias} read as a semi join")
                 elif side == "LEFT" and kind != "SEMI":
-                    join.set("side", None)
+                    _make_inner(join)
                     null_side = True
                 elif side == "FULL":
                     join.set("side", "RIGHT")
                     null_side = True
             elif i > position and kind not in ("SEMI", "ANTI"):
                 if side == "RIGHT":
-                    join.set("side", None)
+                    _make_inner(join)
                     null_side = True
                 elif side == "FULL":
                     join.set("side", "LEFT")
@@ -508,3 +508,11 @@ def _own_star(projection: exp.Expression, alias: Optional[str]) -> bool:
         return False
     table = projection.table.lower() if isinstance(projection, exp.Column) else ""
     return not table or table == alias
+
+
+def _make_inner(join: exp.Join) -> None:
+    """An outer join as an inner one: without its side and, when spelt `LEFT OUTER JOIN`, its
+    OUTER too (a bare `OUTER JOIN` is not Spark SQL)."""
+    join.set("side", None)
+    if (join.kind or "").upper() == "OUTER":
+        join.set("kind", None)
