@@ -18,7 +18,7 @@ the issue's case and the model over it equal the same SQL built as a plain `tabl
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import pytest
 import sqlglot
@@ -91,14 +91,28 @@ group by o.status
 """,
 }
 KEYS = {"pct": "p_id", "latest_item": "i_id", "two_windows": "i_id", "oj_agg": "status"}
+# No unique_key: the key is inferred. per_order's GROUP BY o_id meets a NULL o_id (step 3):
+# its refresh failed with "bad unique_key (o_id)", a key the model never set; now it goes on
+# keyless. per_prod_final (dbt's `select * from final`) inferred no key and recomputed in full.
+INFERRED = {
+    "per_order": """
+select o_id, count(*) as n, sum(qty) as qty from {{ source('raw', 'items') }} group by o_id
+""",
+    "per_prod_final": """
+with per_prod as (select p_id, sum(qty) as qty from {{ source('raw', 'items') }} group by p_id),
+final as (select * from per_prod where qty > 0)
+select * from final
+""",
+}
 DOWNSTREAM = """
 select k, o_id, row_number() over (partition by o_id order by k) as rn
 from {{ ref('oj_sub') }}
 """
 
 
-def model(sql: str, materialized: str, key: str = "k") -> str:
-    config = (f"{{{{ config(materialized='batch_refresh', unique_key='{key}') }}}}"
+def model(sql: str, materialized: str, key: Optional[str] = "k") -> str:
+    keyed = f", unique_key='{key}'" if key else ""
+    config = (f"{{{{ config(materialized='batch_refresh'{keyed}) }}}}"
               if materialized == "batch_refresh" else "{{ config(materialized='table') }}")
     return config + sql
 
@@ -123,11 +137,13 @@ class TestRealSql:
             files[f"{name}.sql"] = model(sql, "batch_refresh", KEYS.get(name, "k"))
             if name in TWINS:
                 files[f"{name}_table.sql"] = model(sql, "table")
+        for name, sql in INFERRED.items():
+            files[f"{name}.sql"] = model(sql, "batch_refresh", None)
         return files
 
     def check(self, project: Any) -> Dict[str, Any]:
         results = {r.node.name: r.adapter_response for r in run_ok(["run"])}
-        for name in (*SHAPES, "oj_down", *FUNCTIONS):
+        for name in (*SHAPES, "oj_down", *FUNCTIONS, *INFERRED):
             assert_contract(project, name)
         for name in TWINS:
             assert differences(project, name) == 0, (name, results.get(name))
@@ -154,7 +170,8 @@ class TestRealSql:
         # order 32 gains its first item: 'o:32' must go, 'i:99001' come
         project.run_sql(f"insert into {schema}.items values (99001, 32, 1, 5)")
         results = self.check(project)
-        for name in ("oj_sub", "oj_using", "oj_conditions", "oj_full_first", "oj_agg"):
+        for name in ("oj_sub", "oj_using", "oj_conditions", "oj_full_first", "oj_agg",
+                     *INFERRED):
             assert (results[name]["action"], results[name]["mode"]) == ("replay",
                                                                          "incremental"), (
                 name, results[name])
@@ -169,7 +186,10 @@ class TestRealSql:
         project.run_sql(f"update {schema}.items set o_id = 35 where i_id = 1101")
         project.run_sql(f"update {schema}.items set qty = 4 where o_id = 33")
         project.run_sql(f"update {schema}.items set o_id = null where i_id = 1100")
-        self.check(project)
+        results = self.check(project)
+        assert results["per_order"]["mode"] == "full", results["per_order"]
+        assert "(o_id) is NULL in some output rows" in results["per_order"]["fallback_reason"]
+        assert results["per_prod_final"]["action"] == "replay", results["per_prod_final"]
 
         # orders move too in the same run as items
         project.run_sql(f"delete from {schema}.orders where o_id = 2")

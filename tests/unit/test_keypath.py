@@ -49,9 +49,26 @@ def test_cte_chain_join_and_aggregate_infer_group_key():
     ("select upper(k) as uk, sum(v) as s from s.t group by upper(k)", ("uk",)),
     ("select k, sum(v) as s from s.t group by 1", ("k",)),
     ("select distinct a, b from s.t", ("a", "b")),
+    # passed through the one CTE or subquery a plain SELECT reads (dbt's `select * from final`)
+    ("with final as (select k, sum(v) as s from s.t group by k) select * from final", ("k",)),
+    ("select k2, s from (select k as k2, sum(v) as s from s.t group by k) t where s > 0",
+     ("k2",)),
+    ("with a as (select k, sum(v) as s from s.t group by k), b as (select * from a where s > 1) "
+     "select b.k as key, s, rank() over (order by s) as r from b", ("key",)),
+    ("with a as (select k, sum(v) as s from s.t group by k) "
+     "select a.k, b.x from a join s.u b on a.k = b.k", ()),
+    ("with a as (select k, v from s.t) select * from a", ()),
+    ("with a as (select k, sum(v) as s from s.t group by k) select s from a", ()),
+    ("with a as (select k, sum(v) as s from s.t group by k) select sum(s) as t from a", ()),
 ])
 def test_inferred_keys(sql, key):
     assert sa.analyze(sql).inferred_key == key
+
+
+def test_a_key_passed_through_final_replays():
+    a = sa.analyze("with agg as (select k, sum(v) as s from s.t group by k), "
+                   "final as (select * from agg where s > 0) select * from final")
+    assert a.key == ("k",) and a.incremental_reason is None, a.incremental_reason
 
 
 def test_no_key_inferred_without_group_by():

@@ -18,6 +18,12 @@ class BatchRefreshUserError(DbtRuntimeError):
         self.details = lines
 
 
+class NullKeyError(BatchRefreshUserError):
+    """The only problem with the staged rows' key: some are NULL. For a key the model
+    configures it is the user's mistake; for one inferred from the query (a NULL group of a
+    GROUP BY) the refresh goes on without a key (executor.py)."""
+
+
 class BatchRefreshLeaseError(DbtRuntimeError):
     """Another run holds the model's refresh lease."""
 

@@ -28,7 +28,7 @@ from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, T
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader, SharedHistories
 from dbt.adapters.spark_batch_refresh.errors import (
-    BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError)
+    BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError, NullKeyError)
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap, classify
@@ -68,6 +68,8 @@ class _Run:
     memory: CostMemory = field(default_factory=CostMemory)  # measured refreshes, for the commit
     clock: Optional[datetime] = None  # measuring_time() at the start, for the next estimate
     prep_s: Optional[float] = None  # seconds from `clock` to the staging
+    inferred_key: bool = False  # the key is inferred from the query, not configured
+    null_key: bool = False  # keyless: the inferred key was found NULL (see refresh)
     committed: bool = False  # a commit of this refresh is in the target's log
 
     @property
@@ -92,10 +94,14 @@ class _Run:
             fingerprint=self.fingerprint, columns=columns_hash(self.columns),
             pinned=plan.pinned, consumed=plan.consumed, staged_rows=self.result.staged_rows,
             fallback_reason=plan.fallback_reason, started=self.clock, prep_s=self.prep_s,
-            change_rows=plan.change_rows,
+            change_rows=plan.change_rows, null_key=self.null_key,
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None)
+
+
+class _InferredKeyNull(Exception):
+    """The key inferred from the query is NULL in the staged rows: plan again without it."""
 
 
 class Refresher:
@@ -123,23 +129,33 @@ class Refresher:
                          f"{', '.join(views)}")
             req = replace(req, sql=sql)
         waiter = LeaseWait(config.lease_wait_s)
+        infer = True
         while True:
             try:
-                return self._refresh(req, config, waiter)
+                return self._refresh(req, config, waiter, infer)
             except LeaseFreed:
                 continue  # the lease we waited for is free: plan again from the target's log
+            except _InferredKeyNull:
+                infer = False  # plan again without the key; nothing was written
 
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
-                 waiter: LeaseWait) -> RefreshResult:
+                 waiter: LeaseWait, infer: bool = True) -> RefreshResult:
         now, clock = current_time(), measuring_time()
         analysis = sa.analyze(req.sql, config.unique_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
+        log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
+               else TargetLog(None))
+        # An inferred key found NULL (this run, or a refresh since the last --full-refresh):
+        # the model goes on keyless.
+        keyless = bool(not config.unique_key and analysis.key and (
+            not infer or (log.last is not None and log.last.null_key and not req.full_refresh)))
+        if keyless:
+            analysis = sa.without_inferred_key(analysis)
+        inferred = bool(analysis.key) and not config.unique_key
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key)
         if analysis.replay_sql is not None:
             req = replace(req, sql=analysis.replay_sql)  # same rows; the form that replays
-        log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
-               else TargetLog(None))
         store = StateStore(req.state_schema, self._fetch, self._run)
         if log.last is not None and not log.last.complete and not req.full_refresh:
             chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
@@ -179,7 +195,8 @@ class Refresher:
         if not plan.writes:
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
-                   uuid.uuid4().hex[:12], memory=memory, clock=clock)
+                   uuid.uuid4().hex[:12], memory=memory, clock=clock, inferred_key=inferred,
+                   null_key=keyless)
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
 
@@ -248,6 +265,13 @@ class Refresher:
             return _refreshed_concurrently(run, lost.winner)
         except BatchRefreshLeaseError:
             self._drop(run)
+            raise
+        except NullKeyError as exc:
+            self._drop(run)
+            if run.inferred_key and not run.committed:
+                raise _InferredKeyNull() from exc
+            self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
+                                 error=str(exc).splitlines()[0]))
             raise
         except BatchRefreshUserError as exc:
             self._drop(run)

@@ -17,7 +17,7 @@ from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
-from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
@@ -276,7 +276,8 @@ class Stager:
             )
             problems.append(f"unique_key ({key}) is not unique in the model output: {shown}.")
         if problems:
-            raise BatchRefreshUserError(
+            only_nulls = bool(null_keys) and len(problems) == 1
+            raise (NullKeyError if only_nulls else BatchRefreshUserError)(
                 model, "bad unique_key; the target was not touched",
                 problems + ["Fix: choose a unique_key that identifies one output row, or "
                             "de-duplicate / filter NULL keys in the model."],

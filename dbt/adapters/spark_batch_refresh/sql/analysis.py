@@ -469,10 +469,14 @@ def _output_select(tree: exp.Expression) -> Optional[exp.Select]:
 
 
 def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
-    """The GROUP BY keys (or all columns of a SELECT DISTINCT), when all are projected."""
+    """The GROUP BY keys (or all columns of a SELECT DISTINCT), when all are projected; or
+    those of the one CTE or subquery a plain SELECT reads, passed through its filter and
+    projection (dbt's `with ... final as (...) select * from final`)."""
     select = tree if isinstance(tree, exp.Select) else None
-    if select is None or any(p.is_star for p in select.expressions):
+    if select is None:
         return ()
+    if any(p.is_star for p in select.expressions):
+        return _passed_key(select)
     group = select.args.get("group")
     if group is not None and group.expressions:
         names = []
@@ -493,7 +497,68 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
         return tuple(dict.fromkeys(names))
     if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
         return tuple(p.alias_or_name for p in select.expressions)
-    return ()
+    return _passed_key(select)
+
+
+def _passed_key(select: exp.Select) -> Tuple[str, ...]:
+    """The key of the one relation `select` reads, when each row of it makes at most one
+    output row (a filter, a projection, a window or QUALIFY: no join, GROUP BY, aggregate,
+    DISTINCT or LATERAL VIEW at this level) and every key column comes out as a plain column
+    (or through `*`)."""
+    if any(select.args.get(a) for a in ("joins", "laterals", "group", "distinct", "having")):
+        return ()
+    if any(agg.find_ancestor(exp.Select, exp.Window) is select
+           for agg in select.find_all(exp.AggFunc)):
+        return ()  # an aggregate at this level (one under a window keeps the rows)
+    source = select.args.get("from_") or select.args.get("from")
+    inner = _read_select(select, source.this) if source is not None else None
+    key = infer_key(inner) if inner is not None else ()
+    if not key:
+        return ()
+    alias = source.this.alias_or_name.lower()
+    names = []
+    for column in key:
+        if any(p.is_star and (not isinstance(p, exp.Column) or p.table.lower() in ("", alias))
+               for p in select.expressions):
+            names.append(column)
+            continue
+        out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
+                    and p.unalias().name.lower() == column.lower()
+                    and p.unalias().table.lower() in ("", alias)), None)
+        if out is None:
+            return ()
+        names.append(out.alias_or_name)
+    return tuple(names)
+
+
+def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Select]:
+    """The SELECT behind a FROM source: a subquery's, or a CTE's of this or an outer query."""
+    if isinstance(source, exp.Subquery):
+        inner = source.this
+        return inner if isinstance(inner, exp.Select) else None
+    if not isinstance(source, exp.Table) or source.args.get("db"):
+        return None
+    scope: Optional[exp.Expression] = select
+    while scope is not None:
+        with_ = scope.args.get("with_") or scope.args.get("with")
+        for cte in (with_.expressions if with_ is not None else []):
+            if cte.alias_or_name.lower() == source.name.lower():
+                return cte.this if isinstance(cte.this, exp.Select) else None
+        scope = scope.parent
+    return None
+
+
+def without_inferred_key(analysis: Analysis) -> Analysis:
+    """The analysis of a model whose inferred key proved NULL in its output (a NULL group):
+    no key, so no replay rule that needs one; it recomputes in full, keyless."""
+    key = ", ".join(analysis.key)
+    return replace(
+        analysis, key=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
+        incremental_reason=(
+            f"has no unique_key, and the one inferred from the query ({key}) is NULL in some "
+            f"output rows (a NULL group); set unique_key to columns that are never NULL (e.g. "
+            f"coalesce({analysis.key[0]}, ...)) to replay; without one it tries the inferred "
+            f"key again after a --full-refresh"))
 
 
 def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:

@@ -79,6 +79,9 @@ class RefreshCommit:
     # sample leaves them out (see memory_after).
     prep_s: Optional[float] = None
     change_rows: Optional[int] = None
+    # The key inferred from the query was NULL in the output: later refreshes go keyless
+    # until a --full-refresh (executor.py).
+    null_key: bool = False
     estimate_s: Optional[float] = None
     cost: CostMemory = field(default_factory=CostMemory)
     rule: Optional[Strategy] = None  # a replay's rule (Plan.rule)
@@ -120,7 +123,7 @@ class RefreshCommit:
             "staged_rows": self.staged_rows, "fallback_reason": self.fallback_reason,
             "started": self.started.isoformat() if self.started else None,
             "change_rows": self.change_rows, "estimate_s": self.estimate_s,
-            "prep_s": self.prep_s,
+            "prep_s": self.prep_s, "null_key": self.null_key,
             "cost": self.cost.to_json(), "strategy": self.strategy.value,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
@@ -151,6 +154,7 @@ class RefreshCommit:
             staged_rows=int(data.get("staged_rows") or 0),
             fallback_reason=data.get("fallback_reason"),
             started=_time(data.get("started")), prep_s=_float(data.get("prep_s")),
+            null_key=bool(data.get("null_key")),
             change_rows=_int(data.get("change_rows")),
             estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
             rule=_rule(data.get("strategy")),
