@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.deps-installed
 
-.PHONY: install demo test test-unit test-functional bench bench-quick bench-tpch clean fuzz
+.PHONY: install demo test test-unit test-functional bench bench-quick bench-tpch clean fuzz tpcds
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,14 @@ fuzz: install
 		|| status=1; \
 		cat $(FUZZ_OUT)/seed$$seed/summary.txt 2>/dev/null || tail -30 $(FUZZ_OUT)/seed$$seed.log; \
 	done; exit $$status
+
+# TPC-DS as a differential test (tests/tpcds/diff.py): sqlglot's 99 TPC-DS queries and tiny
+# data set (its source distribution, downloaded once from PyPI) as batch_refresh models against
+# tables, after TPCDS_STEPS change batches; TPCDS_ARGS e.g. --keys --config "aggregate_upkeep='delta'".
+TPCDS_STEPS ?= 2
+TPCDS_ARGS ?= --keys
+tpcds: install
+	nice -n 10 $(BIN)/python tests/tpcds/diff.py --steps $(TPCDS_STEPS) $(TPCDS_ARGS)
 
 test-unit: install
 	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
