@@ -403,7 +403,9 @@ def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggre
     inner.set("group", None)
     inner.set("having", None)
     inner.set("expressions", [e.copy().as_(n) for n, e in key_exprs.items()]
-              + [a.copy().as_(_arg(i)) for i, a in enumerate(args)])
+              + [a.copy().as_(_arg(i)) for i, a in enumerate(args)]
+              # count(*) alone reads no column, and `SELECT FROM` is not SQL
+              or [exp.true().as_("_br_row")])
     if inner.find(exp.Subquery) and any(not isinstance(s.parent, (exp.From,))
                                         for s in inner.find_all(exp.Subquery)):
         raise NotDelta("has a subquery in an expression")
