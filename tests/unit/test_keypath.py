@@ -58,6 +58,7 @@ def test_cte_chain_join_and_aggregate_infer_group_key():
     ("with a as (select k, sum(v) as s from s.t group by k) "
      "select a.k, b.x from a join s.u b on a.k = b.k", ()),
     ("with a as (select k, v from s.t) select * from a", ()),
+    ("with t as (select * from t) select * from t", ()),  # the inner t is a table
     ("with a as (select k, sum(v) as s from s.t group by k) select s from a", ()),
     ("with a as (select k, sum(v) as s from s.t group by k) select sum(s) as t from a", ()),
 ])

@@ -539,10 +539,13 @@ def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Sel
     if not isinstance(source, exp.Table) or source.args.get("db"):
         return None
     scope: Optional[exp.Expression] = select
+    enclosing = set()
     while scope is not None:
+        enclosing.add(id(scope))
         with_ = scope.args.get("with_") or scope.args.get("with")
         for cte in (with_.expressions if with_ is not None else []):
-            if cte.alias_or_name.lower() == source.name.lower():
+            # inside its own body a CTE's name is the table it shadows
+            if cte.alias_or_name.lower() == source.name.lower() and id(cte) not in enclosing:
                 return cte.this if isinstance(cte.this, exp.Select) else None
         scope = scope.parent
     return None
