@@ -28,6 +28,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -245,9 +246,9 @@ class Driver:
         self.fixtures = fixtures()
         self.tables = sorted(os.path.basename(p)[:-len(".csv.gz")]
                              for p in glob.glob(os.path.join(self.fixtures, "*.csv.gz")))
-        work = tempfile.mkdtemp(prefix="tpcds-diff-")
-        self.project = Project(os.path.join(work, "project"), os.path.join(work, "session"),
-                               args.config)
+        self.work = tempfile.mkdtemp(prefix="tpcds-diff-")
+        self.project = Project(os.path.join(self.work, "project"),
+                               os.path.join(self.work, "session"), args.config)
         for number, text in queries(self.fixtures).items():
             if not args.queries or number in args.queries:
                 self.project.models[f"q{number:02d}"] = model_sql(text, self.tables)
@@ -388,6 +389,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--keys", action="store_true", help="give each model a unique_key")
     p.add_argument("--config", default="", help="more model config, e.g. aggregate_upkeep='delta'")
     p.add_argument("--out", default="tpcds-diff.json")
+    p.add_argument("--keep", action="store_true", help="keep the temporary warehouse and project")
     args = p.parse_args(argv)
     args.queries = {int(q) for q in args.queries.split(",") if q.strip()}
     return args
@@ -396,7 +398,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
     os.environ.setdefault("BATCH_REFRESH_AUTO", "structural")
-    report = Driver(args).main()
+    driver = Driver(args)
+    try:
+        report = driver.main()
+    finally:
+        if driver.spark is not None:
+            driver.spark.stop()
+        if not args.keep:
+            shutil.rmtree(driver.work, ignore_errors=True)  # the warehouse and the project
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
     bad = sum(o["status"] in ("MISMATCH", "FAIL") for s in report["steps"] for o in s.values())
