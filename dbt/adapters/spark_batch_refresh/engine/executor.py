@@ -266,15 +266,10 @@ class Refresher:
         except BatchRefreshLeaseError:
             self._drop(run)
             raise
-        except NullKeyError as exc:
-            self._drop(run)
-            if run.inferred_key and not run.committed:
-                raise _InferredKeyNull() from exc
-            self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
-                                 error=str(exc).splitlines()[0]))
-            raise
         except BatchRefreshUserError as exc:
             self._drop(run)
+            if isinstance(exc, NullKeyError) and run.inferred_key and not run.committed:
+                raise _InferredKeyNull() from exc
             self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
                                  error=str(exc).splitlines()[0]))
             raise
