@@ -20,7 +20,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh import __version__
 from dbt.adapters.spark_batch_refresh.report import explain
 from dbt.adapters.spark_batch_refresh.report import nodes
-from dbt.adapters.spark_batch_refresh.sql.analysis import analyze, without_inferred_key
+from dbt.adapters.spark_batch_refresh.sql.analysis import analyze, keyless_if_null
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.report import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import (
@@ -370,8 +370,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         if last is not None:
             consumed = {u: p.version for u, p in last.pinned.items()}
             phase = "idle" if last.complete else f"merging {last.chunk}/{last.chunks} (resumable)"
-            if last.null_key and not config.unique_key and analysis.key:
-                analysis = without_inferred_key(analysis)  # as the next refresh plans it
+            # as the next refresh plans it
+            analysis, _ = keyless_if_null(analysis, config.unique_key, last.null_key)
         upstreams = []
         for name in analysis.upstreams:
             try:

@@ -145,12 +145,8 @@ class Refresher:
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
-        # An inferred key found NULL (this run, or a refresh since the last --full-refresh):
-        # the model goes on keyless.
-        keyless = bool(not config.unique_key and analysis.key and (
+        analysis, keyless = sa.keyless_if_null(analysis, config.unique_key, null_seen=(
             not infer or (log.last is not None and log.last.null_key and not req.full_refresh)))
-        if keyless:
-            analysis = sa.without_inferred_key(analysis)
         inferred = bool(analysis.key) and not config.unique_key
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key)

@@ -551,6 +551,16 @@ def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Sel
     return None
 
 
+def keyless_if_null(analysis: Analysis, unique_key: Sequence[str],
+                    null_seen: bool) -> Tuple[Analysis, bool]:
+    """The analysis a refresh plans with, and whether it goes keyless: a key inferred from the
+    query (none configured) that was found NULL, in this run or in a refresh since the last
+    --full-refresh, is dropped."""
+    if null_seen and not unique_key and analysis.key:
+        return without_inferred_key(analysis), True
+    return analysis, False
+
+
 def without_inferred_key(analysis: Analysis) -> Analysis:
     """The analysis of a model whose inferred key proved NULL in its output (a NULL group):
     no key, so no replay rule that needs one; it recomputes in full, keyless."""
