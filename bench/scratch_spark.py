@@ -1,6 +1,7 @@
 """A throwaway local Spark + Delta session for the micro-benchmarks (apply_paths.py,
-metadata_statements.py, outer_join.py, overwrite_paths.py): its warehouse and metastore in `where`, no UI, the embedded
-session's local-sized defaults (session_defaults.py) so the numbers carry over."""
+metadata_statements.py, order_effect.py, outer_join.py, overwrite_paths.py): its warehouse and
+metastore in `where`, no UI, the embedded session's local-sized defaults (session_defaults.py)
+so the numbers carry over."""
 
 from __future__ import annotations
 

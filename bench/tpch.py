@@ -28,7 +28,6 @@ from bench import tpch_data  # noqa: E402
 from bench.dbt_invoke import run_models  # noqa: E402
 from bench.tpch_data import EXAMPLE, queries  # noqa: E402
 
-CACHE = os.path.join(os.path.expanduser("~"), ".cache", "dbt-spark-batch-refresh", "tpch")
 SOURCE_SCHEMA = "tpch"
 SCHEMA = "tpch_bench"
 
@@ -99,7 +98,8 @@ class TpchBench:
 
     def run(self) -> Dict[str, Any]:
         qs = queries()
-        data = tpch_data.generate(self.args.scale, os.path.join(CACHE, f"sf{self.args.scale:g}"))
+        data = tpch_data.generate(self.args.scale,
+                                  os.path.join(tpch_data.CACHE, f"sf{self.args.scale:g}"))
         self.log(f"work dir {self.work}; starting Spark through dbt")
         self.dbt_run(["spark_up"])
         from pyspark.sql import SparkSession

@@ -29,6 +29,8 @@ from typing import List
 # The example project's models: q01.sql ... q22.sql, sources.yml, answers/.
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "examples", "tpch", "models")
+# Generated data, one folder per scale factor, kept between runs.
+CACHE = os.path.join(os.path.expanduser("~"), ".cache", "dbt-spark-batch-refresh", "tpch")
 TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
 # Generated order keys stay below this for any scale factor under 160; RF1's copies of step s
 # take the original key plus s times it.
