@@ -107,6 +107,16 @@ class TestSharedHistories:
         session = EmbeddedSpark._base
         project.run_sql(f"create or replace view {schema}.v_src as select * from {schema}.src")
         project.run_sql(f"create table {schema}.plain (id int) using parquet")
+        # In-commit timestamps (a commit's time written in it, not its file's), from creation
+        # and turned on later: the history's times are those, where a commit has one.
+        project.run_sql(f"create table {schema}.ict using delta tblproperties "
+                        f"(delta.enableInCommitTimestamps = true) as select 1 as id")
+        project.run_sql(f"create table {schema}.late using delta as select 1 as id")
+        project.run_sql(f"insert into {schema}.late values (2)")
+        project.run_sql(f"alter table {schema}.late set tblproperties "
+                        f"(delta.enableInCommitTimestamps = true)")
+        for table in ("ict", "late"):
+            project.run_sql(f"insert into {schema}.{table} values (3)")
 
         def by_sql(sql: str) -> list:  # as the adapter's cursor returns them (session clock)
             cursor = SessionCursor(session)
@@ -114,8 +124,11 @@ class TestSharedHistories:
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, row)) for row in cursor.fetchall()]
 
-        for relation in (f"{schema}.a", f"`{schema}`.`src`", f"spark_catalog.{schema}.hooked"):
-            sql = f"DESCRIBE HISTORY {relation} LIMIT 20"
+        metadata = False
+        for relation, limit in ((f"{schema}.a", 20), (f"`{schema}`.`src`", 20),
+                                (f"spark_catalog.{schema}.hooked", 20), (f"{schema}.a", 2),
+                                (f"{schema}.ict", 20), (f"{schema}.late", 20)):
+            sql = f"DESCRIBE HISTORY {relation} LIMIT {limit}"
             found = read_history(session, history_read(sql))
             expected = by_sql(sql)
             assert found is not None and len(found) == len(expected) > 1, relation
@@ -125,7 +138,8 @@ class TestSharedHistories:
                                                (want["operationParameters"] or {}).items()
                                                if v is not None}
                 assert got == want, (relation, got, want)
-        assert any(r["userMetadata"] for r in found)
+            metadata = metadata or any(r["userMetadata"] for r in found)
+        assert metadata  # a refresh's commit metadata came through
         for relation in ("v_src", "nope", "plain"):
             assert read_history(session, history_read(
                 f"DESCRIBE HISTORY {schema}.{relation} LIMIT 1")) is None, relation

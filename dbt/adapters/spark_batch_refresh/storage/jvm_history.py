@@ -3,9 +3,9 @@
 Every refresh reads Delta histories: the target's before planning and after its commit, each
 upstream's once per invocation (storage/delta.py). Through SQL each read is a Spark job whose
 rows come back through the DataFrame collect; in the embedded session (`method: session`, the
-only connection with a JVM in this process) the same `DeltaHistoryManager.getHistory` call
-Delta's DESCRIBE HISTORY makes is reachable directly, each commit serialized to JSON by Delta's
-own mapper (one py4j round trip per commit, not one per field). Measured with
+only connection with a JVM in this process) the commit files DESCRIBE HISTORY reads are read
+on the driver through Delta's own classes (no Spark job), each commit serialized to JSON by
+Delta's own mapper (one round trip per commit, not one per field). Measured with
 `bench/metadata_statements.py`: bench/README.md, "Metadata reads of a replay".
 
 Anything this path cannot answer exactly as SQL would (a name it does not resolve, a view, a
@@ -90,18 +90,53 @@ def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any
         table = catalog.getTableMetadata(ident)  # a missing table raises: SQL says so
         if table.tableType().name() == "VIEW":
             return None
-        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(session._jsparkSession, table)
+        delta = jvm.org.apache.spark.sql.delta
+        log = delta.DeltaLog.forTable(session._jsparkSession, table)
         if not log.tableExists():
             return None
-        commits = log.history().getHistory(jvm.scala.Some(read.limit))
-        # One call per commit: Jackson took 2 ms a commit for the Seq as a whole (42 ms for
-        # 20), 0.1 ms for each on its own.
-        mapper = jvm.org.apache.spark.sql.delta.util.JsonUtils.mapper()
-        texts = [mapper.writeValueAsString(commits.apply(i)) for i in range(commits.size())]
+        texts = _newest_commits(jvm, delta, log, read.limit)
         zone = session_zone(session.conf.get("spark.sql.session.timeZone", None))
     except Exception:  # noqa: BLE001 - anything unexpected: let SQL answer (and fail) as always
         return None
-    return [_row(json.loads(text), zone) for text in texts]
+    return [_row(row, zone) for row in _monotonic([json.loads(text) for text in texts])][::-1]
+
+
+def _newest_commits(jvm: Any, delta: Any, log: Any, limit: int) -> List[str]:
+    """The newest `limit` commits, oldest first, each as Delta's JSON of its DeltaHistory row.
+
+    What `DeltaHistoryManager.getHistory(limit)` does (DESCRIBE HISTORY's own call), on the
+    driver: it reads the commit files in a Spark job, which cost 60 ms even for one commit of
+    a 6-commit log (bench/README.md, "Which writer goes first"). Each commit's time is its
+    in-commit timestamp where the table writes one, else its file's modification time; the
+    functional test compares every row with the SQL's, in-commit timestamps included."""
+    snapshot = log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    latest = snapshot.version()
+    files = delta.util.DeltaCommitFileProvider.apply(snapshot)
+    conf = log.newDeltaHadoopConf()
+    store = log.store()
+    fs = log.logPath().getFileSystem(conf)
+    mapper = delta.util.JsonUtils.mapper()
+    texts = []
+    for version in range(max(latest - limit + 1, 0), latest + 1):
+        path = files.deltaFile(version)
+        found = delta.DeltaHistoryManager.getCommitInfoOpt(store, path, conf)
+        info = (found.get() if found.isDefined()
+                else delta.actions.CommitInfo.empty(jvm.scala.Some(version)))
+        stamp = info.inCommitTimestamp()
+        info = info.withTimestamp(stamp.get() if stamp.isDefined()
+                                  else fs.getFileStatus(path).getModificationTime())
+        texts.append(mapper.writeValueAsString(delta.DeltaHistory.fromCommitInfo(info)))
+    return texts
+
+
+def _monotonic(commits: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Commit times made increasing with the version, as Delta's history does: a commit not
+    later than the one before it is taken as 1 ms after it."""
+    for before, after in zip(commits, commits[1:]):
+        if isinstance(before.get("timestamp"), int) and isinstance(after.get("timestamp"), int) \
+                and before["timestamp"] >= after["timestamp"]:
+            after["timestamp"] = before["timestamp"] + 1
+    return commits
 
 
 def _row(commit: Dict[str, Any], zone: Any) -> Dict[str, Any]:
