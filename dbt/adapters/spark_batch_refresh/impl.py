@@ -37,6 +37,7 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
+from dbt.adapters.spark_batch_refresh.storage.session_confs import apply_conf, conf_statement
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -92,15 +93,25 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         read = history_read(sql)
         if read is None:
             return None
-        # The thread's connection (opened now if it was not): its session, its catalog.
-        wrapper = self.connections.get_thread_connection().handle
-        session = getattr(getattr(wrapper, "handle", None), "session", None)
+        session = self._thread_session()
         rows = read_history(session, read) if session is not None else None
         if rows is not None:
             logger.debug(f"{sql} (read from the embedded session's Delta log: {len(rows)} rows)")
         return rows
 
+    def _thread_session(self) -> Any:
+        """The SparkSession of this thread's connection (opened now if it was not)."""
+        wrapper = self.connections.get_thread_connection().handle
+        return getattr(getattr(wrapper, "handle", None), "session", None)
+
     def _run_sql(self, sql: str) -> None:
+        conf = conf_statement(sql)
+        if conf is not None and self.config.credentials.method == ConnectionMethod.SESSION:
+            session = self._thread_session()
+            if session is not None:
+                apply_conf(session, *conf)
+                logger.debug(f"{sql} (through the embedded session's conf)")
+                return
         self.connections.add_query(sql, auto_begin=False)
 
     def _refresher(self) -> Refresher:
