@@ -108,10 +108,13 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         conf = conf_statement(sql)
         if conf is not None and self.config.credentials.method == ConnectionMethod.SESSION:
             session = self._thread_session()
-            if session is not None:
-                apply_conf(session, *conf)
-                logger.debug(f"{sql} (through the embedded session's conf)")
-                return
+            try:
+                if session is not None:
+                    apply_conf(session, *conf)
+                    logger.debug(f"{sql} (through the embedded session's conf)")
+                    return
+            except Exception:  # noqa: BLE001 - anything unexpected: the SQL, and its error
+                pass
         self.connections.add_query(sql, auto_begin=False)
 
     def _refresher(self) -> Refresher:
