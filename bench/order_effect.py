@@ -31,19 +31,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import tpch_data  # noqa: E402
 from bench.scratch_spark import arguments, scratch  # noqa: E402
 
+from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions  # noqa: E402
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import (  # noqa: E402
     history_read, read_history)
+from dbt.adapters.spark_batch_refresh.storage.session_confs import (  # noqa: E402
+    PARTITION_OVERWRITE, USER_METADATA, idempotent_write)
 
 PROPS = ("TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
          "'delta.enableDeletionVectors' = 'true')")
 
 
 def model(query: str, pinned: Optional[Mapping[str, int]]) -> str:
-    """The example's query model as SQL over schema `tpch`, optionally pinned to versions."""
+    """The example's query model as SQL over schema `tpch`, pinned to versions as a refresh
+    pins it (sql/rewrite.py) when `pinned` is given."""
     text = open(os.path.join(tpch_data.EXAMPLE, f"{query}.sql")).read()
     text = re.sub(r"\{\{\s*config\([^}]*\)\s*\}\}", "", text)
-    return re.sub(r"\{\{\s*source\('tpch',\s*'(\w+)'\)\s*\}\}", lambda m: f"tpch.{m.group(1)}" + (
-        f" VERSION AS OF {pinned[m.group(1)]}" if pinned else ""), text)
+    sql = re.sub(r"\{\{\s*source\('tpch',\s*'(\w+)'\)\s*\}\}", r"tpch.\1", text)
+    return pin_versions(sql, {f"tpch.{t}": v for t, v in pinned.items()}) if pinned else sql
 
 
 def main(scale: float, steps: int, warm: str, listed: str) -> None:
@@ -64,10 +68,8 @@ def main(scale: float, steps: int, warm: str, listed: str) -> None:
             started = time.monotonic()
             read_history(spark, history_read(f"DESCRIBE HISTORY {query}_br LIMIT 1"))
             spark.sql(f"DESCRIBE QUERY {model(query, versions)}").collect()
-            txn = {"spark.databricks.delta.write.txnAppId": f"batch_refresh:{query}",
-                   "spark.databricks.delta.write.txnVersion": str(step * 1_000_000),
-                   "spark.databricks.delta.commitInfo.userMetadata": '{"action": "overwrite"}',
-                   "spark.sql.sources.partitionOverwriteMode": "static"}
+            txn = {**idempotent_write(f"batch_refresh:{query}", step * 1_000_000),
+                   USER_METADATA: '{"action": "overwrite"}', PARTITION_OVERWRITE: "static"}
             confs(txn)
             spark.sql(f"INSERT OVERWRITE {query}_br SELECT * FROM ({model(query, versions)})")
             for key in txn:
