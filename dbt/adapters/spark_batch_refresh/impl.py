@@ -88,31 +88,29 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     def _history_from_jvm(self, sql: str) -> Optional[List[Dict[str, Any]]]:
         """A DESCRIBE HISTORY in the embedded session, read from the JVM (storage/jvm_history.py);
         None for every other statement and connection."""
-        if self.config.credentials.method != ConnectionMethod.SESSION:
-            return None
         read = history_read(sql)
-        if read is None:
-            return None
-        session = self._thread_session()
+        session = self._embedded_session() if read is not None else None
         rows = read_history(session, read) if session is not None else None
         if rows is not None:
             logger.debug(f"{sql} (read from the embedded session's Delta log: {len(rows)} rows)")
         return rows
 
-    def _thread_session(self) -> Any:
-        """The SparkSession of this thread's connection (opened now if it was not)."""
+    def _embedded_session(self) -> Any:
+        """The SparkSession of this thread's connection (opened now if it was not) when the
+        connection is the embedded session; None for every other connection."""
+        if self.config.credentials.method != ConnectionMethod.SESSION:
+            return None
         wrapper = self.connections.get_thread_connection().handle
         return getattr(getattr(wrapper, "handle", None), "session", None)
 
     def _run_sql(self, sql: str) -> None:
         conf = conf_statement(sql)
-        if conf is not None and self.config.credentials.method == ConnectionMethod.SESSION:
-            session = self._thread_session()
+        session = self._embedded_session() if conf is not None else None
+        if session is not None:
             try:
-                if session is not None:
-                    apply_conf(session, *conf)
-                    logger.debug(f"{sql} (through the embedded session's conf)")
-                    return
+                apply_conf(session, *conf)
+                logger.debug(f"{sql} (through the embedded session's conf)")
+                return
             except Exception:  # noqa: BLE001 - anything unexpected: the SQL, and its error
                 pass
         self.connections.add_query(sql, auto_begin=False)
