@@ -41,7 +41,12 @@ KEY_QUERY_S = 1.5
 # by its measured rebuild. bench `report_part_keys` (a rank partitioned by k, two key queries):
 # 8.6 s against a 1.8 s overwrite at 1M rows, 23.8 s against 5.2 s at 10M.
 KEY_QUERY_SCAN_SHARE = 0.5
-OVERWRITE_PER_BACKFILL = 0.5
+# The overwrite guess errs low on purpose: too low costs one overwrite, which then is measured;
+# too high kept a model on a slower replay for good (bench, 10M-row row-wise model: an 11.5 s
+# backfill, which caches and key-checks every row, priced the overwrite at 5.8 s over measured
+# replays of 4.4-5.6 s, while the overwrite took 2.4-2.8 s). Measured overwrites against the
+# backfill before them: 0.1x (100k rows, cold JVM), 0.25x (10M), 0.4-0.7x (1M).
+OVERWRITE_PER_BACKFILL = 0.25
 FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
 # table size is forgotten.
