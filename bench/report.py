@@ -26,7 +26,8 @@ from bench.summary import (FIXED_CHANGE, METHODS, Key, _diff, _dist_order, _n,  
                            _pct, _r, _ratio, _s, distribution, fixed_costs, median,
                            merge_records, of_distribution, summarize)
 from bench.models import SHAPES  # noqa: E402
-from bench.targets import targets  # noqa: E402
+from bench.targets import (FASTEST_LIMIT, NEAR_FASTEST, REBUILD_LIMIT,  # noqa: E402
+                           strategy_ratios, strategy_targets, targets)
 
 
 def _cells(summary: Dict[Key, Dict[str, Any]],
@@ -217,7 +218,7 @@ def render(results: List[Dict[str, Any]]) -> str:
     chosen = strategies_table(summary)
     if chosen:
         parts += ["\n### Strategies: `auto` against each forced strategy (median seconds)\n\n",
-                  chosen]
+                  chosen, "\n", strategy_targets(summary)]
     breakdown = replay_breakdown(traces, records)
     if breakdown:
         parts += ["\n### Where a replay's time goes (statement trace)\n\n", breakdown]
@@ -269,6 +270,10 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
         paths.append(_save(plt, fig, os.path.join(
             out, f"{name}_time_vs_fraction_{scale}{suffix}.png")))
 
+    ratios = strategy_ratios(full)
+    if ratios:
+        paths.append(_strategies_chart(plt, ratios, os.path.join(out, f"{name}_strategies.png")))
+
     # Time vs table size: uniform changes only (the worst case).
     summary = of_distribution(full, "uniform")
     pts = defaultdict(list)
@@ -295,6 +300,33 @@ def make_charts(results: List[Dict[str, Any]], out: str, name: str) -> List[str]
         ax.legend(fontsize=7)
         paths.append(_save(plt, fig, os.path.join(out, f"{name}_time_vs_size.png")))
     return paths
+
+
+def _strategies_chart(plt: Any, ratios: Dict[tuple, tuple], path: str) -> str:
+    """Issue #33's cells: `auto` / fastest forced strategy and `auto` / rebuild, one bar pair
+    per cell, with the targets as lines."""
+    keys = list(ratios)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.32 * len(keys) + 2), 4.2))
+    xs = range(len(keys))
+    ax.bar([x - 0.2 for x in xs], [ratios[k][0] or 0 for k in keys], 0.4,
+           label="auto / fastest forced", color="C0")
+    ax.bar([x + 0.2 for x in xs], [ratios[k][1] or 0 for k in keys], 0.4,
+           label="auto / rebuild (table)", color="C2")
+    for limit, style in ((NEAR_FASTEST, ":"), (FASTEST_LIMIT, "--"), (REBUILD_LIMIT, "-.")):
+        ax.axhline(limit, color="grey", linestyle=style, linewidth=0.8)
+        ax.annotate(f"{limit}x", (len(keys) - 0.5, limit), fontsize=7, va="bottom", ha="right")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{_short(s)} {shape} {dist} {_pct(f)}" for s, shape, dist, f in keys],
+                       rotation=90, fontsize=6)
+    ax.set_ylabel("ratio (lower is better)")
+    ax.set_title("auto against the forced strategies and the table build", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(plt, fig, path)
+
+
+def _short(scale: int) -> str:
+    return f"{scale // 1_000_000}M" if scale >= 1_000_000 else f"{scale // 1000}k"
 
 
 def _save(plt: Any, fig: Any, path: str) -> str:

@@ -236,3 +236,60 @@ def _crossover(summary: Dict[Cell, Dict[str, Any]], shape: str) -> str:
         parts.append(f"{_pct(frac)}: {won[0]:,}" if won else
                      f"{_pct(frac)}: none up to {max(scales):,}")
     return f"{shape} ({', '.join(parts)})" if parts else ""
+
+
+# Issue #33's targets, over every cell that has an `auto` model (`bench/run.py --strategies`).
+FORCED = ("replay", "overwrite", "full")
+NEAR_FASTEST = 1.15  # auto / fastest forced strategy, in at least NEAR_SHARE of the cells
+NEAR_SHARE = 0.9
+FASTEST_LIMIT = 1.5  # auto / fastest forced strategy, in every cell
+REBUILD_LIMIT = 1.1  # auto / rebuild (dbt's `table`), in every cell
+
+
+def strategy_ratios(summary: Dict[Key, Dict[str, Any]]) -> Dict[tuple, tuple]:
+    """Per (scale, shape, distribution, fraction) with an `auto` cell: (auto / fastest forced,
+    auto / rebuild), each None where its cells are missing."""
+    out = {}
+    for key in sorted(k[:4] for k in summary if k[4] == "auto"):
+        auto = _sec(summary, *key, "auto")
+        forced = [s for s in (_sec(summary, *key, m) for m in FORCED) if s is not None]
+        out[key] = (_ratio(auto, min(forced) if forced else None),
+                    _ratio(auto, _sec(summary, *key, "rebuild")))
+    return out
+
+
+def strategy_targets(summary: Dict[Key, Dict[str, Any]]) -> str:
+    """Issue #33's three targets, **met** / **not met** with the worst cell; empty without
+    `auto` cells."""
+    ratios = strategy_ratios(summary)
+    if not ratios:
+        return ""
+    fastest = {k: r[0] for k, r in ratios.items() if r[0] is not None}
+    rebuild = {k: r[1] for k, r in ratios.items() if r[1] is not None}
+
+    def cell(key: tuple) -> str:
+        scale, shape, dist, frac = key
+        return f"{scale:,} {shape} {dist} {_pct(frac)}"
+
+    def worst(ratios_: Dict[tuple, float], limit: float) -> str:
+        if not ratios_:
+            return "**not measured**"
+        key = max(ratios_, key=lambda k: ratios_[k])
+        over = sum(1 for r in ratios_.values() if not _within(r, limit))
+        return (f"{_at_most(ratios_[key], limit, unit='x')} (worst {ratios_[key]:.2f}x, "
+                f"{cell(key)}; {over} of {len(ratios_)} cells over)")
+
+    near = sum(1 for r in fastest.values() if _within(r, NEAR_FASTEST))
+    share = near / len(fastest) if fastest else 0.0
+    near_verdict = ("**not measured**" if not fastest else
+                    ("**met**" if share >= NEAR_SHARE else "**not met**")
+                    + f" ({near} of {len(fastest)} cells, {share:.0%})")
+    return "\n".join([
+        "Issue #33's targets (`auto` against the forced strategies and the rebuild, same run):\n",
+        f"1. `auto` <= {NEAR_FASTEST}x the fastest forced strategy in at least "
+        f"{NEAR_SHARE:.0%} of cells: {near_verdict}.",
+        f"2. `auto` <= {FASTEST_LIMIT}x the fastest forced strategy in every cell: "
+        f"{worst(fastest, FASTEST_LIMIT)}.",
+        f"3. `auto` <= {REBUILD_LIMIT}x the rebuild in every cell: "
+        f"{worst(rebuild, REBUILD_LIMIT)}.",
+    ]) + "\n"

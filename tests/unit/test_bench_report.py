@@ -312,3 +312,36 @@ def test_target_skip_and_noop_above_overhead():
     none = line(report.targets(report.summarize([rec("gated_skip", 0.4), rec("noop", 0.3)])), 5)
     assert "skip **not measured** (no gated skip and `select 1` view cells), no-op " \
            "**not measured**" in none
+
+
+def test_strategy_targets_judge_auto_against_forced_and_rebuild():
+    recs = []
+    for scale, auto in ((100_000, 1.0), (1_000_000, 2.0)):
+        recs += [rec("auto", auto, scale=scale, action="overwrite"), rec("replay", 3.0, scale=scale),
+                 rec("overwrite", 1.0, scale=scale), rec("full", 4.0, scale=scale),
+                 rec("rebuild", 1.0, scale=scale)]
+    summary = report.summarize(recs)
+    assert report.strategy_ratios(summary)[(100_000, "rowwise", "uniform", 0.01)] == (1.0, 1.0)
+    text = report.strategy_targets(summary)
+    assert "1. `auto` <= 1.15x the fastest forced strategy in at least 90% of cells: " \
+           "**not met** (1 of 2 cells, 50%)." in text
+    assert "every cell: **not met** by 0.50x (worst 2.00x, 1,000,000 rowwise uniform 1%; " \
+           "1 of 2 cells over)." in text
+    assert "the rebuild in every cell: **not met** by 0.90x" in text
+    assert "### Strategies" in report.render([{"records": recs, "meta": META}])
+    assert report.strategy_targets(report.summarize([rec("replay", 1.0)])) == ""
+
+
+META = dict(started="2026-11-27", scales=[1], fractions=[0.01], shapes=["rowwise"], reps=1,
+            wall_s=60, cpus=2, memory="1", spark="4.2.0", driver_memory="8g")
+
+
+def test_strategies_chart_is_drawn_when_auto_cells_exist(tmp_path, monkeypatch):
+    plt = mock.MagicMock()
+    plt.subplots.side_effect = lambda *a, **kw: (mock.MagicMock(), [[mock.MagicMock()] * a[1]]
+                                                 if a else mock.MagicMock())
+    monkeypatch.setitem(sys.modules, "matplotlib", mock.MagicMock(pyplot=plt))
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", plt)
+    recs = [rec("auto", 1.0), rec("overwrite", 1.0), rec("rebuild", 1.0)]
+    paths = [os.path.basename(p) for p in report.make_charts([{"records": recs}], str(tmp_path), "t")]
+    assert "t_strategies.png" in paths
