@@ -51,14 +51,19 @@ FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
 # table size is forgotten.
 KEEP = 4
-# A choice only moves off a replay when the other is clearly cheaper: estimates of a few
-# seconds are noisy, and a replay keeps the target's change feed small for its readers.
+# A choice only moves off a measured replay when the other is measured clearly cheaper:
+# measurements of a few seconds are noisy, and a replay keeps the target's change feed small
+# for its readers.
 MARGIN = 1.15
-# ... except for an overwrite this model has never made, priced from its backfill: trying it
-# once settles the guess and costs at most a rebuild, while the margin kept a measured replay
-# of 4.2 s over a 3.8 s guess (the backfill of the first model in a cold JVM, 7.5 s) whose
-# overwrite then took 0.8 s (bench, 100k-row aggregate).
+# No margin where either side is a guess: an overwrite this model has never made, priced
+# from its backfill (the margin kept a measured replay of 4.2 s over a 3.8 s guess, the
+# backfill of the first model in a cold JVM, whose overwrite then took 0.8 s: bench, 100k-row
+# aggregate), or a replay it has never made, priced by the defaults (the margin picked a 3.2 s
+# default replay over a measured 3.0 s overwrite; the replay took 3.9 s, the overwrite 2.3 s:
+# bench, 10M-row row-wise model, 10,000 keys spread over every file). Trying the cheaper
+# guess once settles it.
 FROM_BACKFILL = "from its backfill"
+MEASURED = "measured"
 
 
 @dataclass(frozen=True)
@@ -146,13 +151,13 @@ def replay_estimate(memory: CostMemory, change_rows: Optional[int],
         cov = sum(((x.rows or 0) - mean_r) * (x.seconds - mean_s) for x in xs)
         per_row = max(0.0, cov / var)
     floor = max(0.0, min(x.seconds - per_row * (x.rows or 0) for x in xs[-2:]))
-    return floor + per_row * rows, "measured"
+    return floor + per_row * rows, MEASURED
 
 
 def rebuild_estimate(memory: CostMemory) -> Optional[Tuple[float, str]]:
     """Seconds of an overwrite: the newest measured one, else the newest backfill scaled."""
     if memory.of(OVERWRITE):
-        return memory.of(OVERWRITE)[-1].seconds, "measured"
+        return memory.of(OVERWRITE)[-1].seconds, MEASURED
     if memory.of(BACKFILL):
         return memory.of(BACKFILL)[-1].seconds * OVERWRITE_PER_BACKFILL, FROM_BACKFILL
     return None
@@ -160,7 +165,7 @@ def rebuild_estimate(memory: CostMemory) -> Optional[Tuple[float, str]]:
 
 def full_estimate(memory: CostMemory, overwrite: Optional[float]) -> Optional[Tuple[float, str]]:
     if memory.of(FULL):
-        return memory.of(FULL)[-1].seconds, "measured"
+        return memory.of(FULL)[-1].seconds, MEASURED
     if overwrite is None:
         return None
     return overwrite * FULL_PER_OVERWRITE, "default"
@@ -207,7 +212,7 @@ def _best(cands: Sequence[Candidate]) -> Candidate:
     priced = [c for c in usable if c.seconds is not None]
     if replay is not None and replay.seconds is not None:
         cheaper = [c for c in priced
-                   if c.seconds * _margin(c) < replay.seconds]  # type: ignore[operator]
+                   if c.seconds * _margin(c, replay) < replay.seconds]  # type: ignore[operator]
         return min(cheaper, key=lambda c: c.seconds or 0.0) if cheaper else replay
     if priced:
         return min(priced, key=lambda c: c.seconds or 0.0)
@@ -216,9 +221,10 @@ def _best(cands: Sequence[Candidate]) -> Candidate:
     return next(c for c in cands if c.strategy == FULL)
 
 
-def _margin(candidate: Candidate) -> float:
-    """How much cheaper than a replay `candidate` must be estimated to be chosen over it."""
-    return 1.0 if candidate.basis == FROM_BACKFILL else MARGIN
+def _margin(candidate: Candidate, replay: Candidate) -> float:
+    """How much cheaper than `replay` `candidate` must be estimated to be chosen over it: by
+    MARGIN only when both estimates are measurements."""
+    return MARGIN if candidate.basis == MEASURED and replay.basis == MEASURED else 1.0
 
 
 def _rejections(cands: Iterable[Candidate], best: Candidate) -> List[Candidate]:
@@ -228,8 +234,8 @@ def _rejections(cands: Iterable[Candidate], best: Candidate) -> List[Candidate]:
             out.append(c)
         elif c.seconds is None:
             out.append(replace(c, rejected="no estimate"))
-        elif best.seconds is not None and c.strategy == REPLAY and _margin(best) != 1.0:
-            out.append(replace(c, rejected=f"more than {_margin(best):g}x {best.strategy}"))
+        elif best.seconds is not None and c.strategy == REPLAY and _margin(best, c) != 1.0:
+            out.append(replace(c, rejected=f"more than {_margin(best, c):g}x {best.strategy}"))
         else:
             out.append(replace(c, rejected=f"more than {best.strategy}"))
     return out
