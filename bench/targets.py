@@ -1,6 +1,7 @@
-"""Issue #15's targets, each judged on the summarized cells (bench/summary.py) as **met**,
-**not met** (by how much) or **not measured** (what is missing): the "Targets" section of the
-report. Pure: no Spark, no matplotlib.
+"""Issue #15's targets (replay against the table build and a hand-written MERGE) and issue
+#33's (`auto` against each forced strategy), each judged on the summarized cells
+(bench/summary.py) as **met**, **not met** (by how much) or **not measured** (what is missing):
+the "Targets" and "Strategies" sections of the report. Pure: no Spark, no matplotlib.
 """
 
 from __future__ import annotations

@@ -148,14 +148,18 @@ def test_breakdown_and_render_with_two_distributions():
     assert "distributions ['uniform', 'recent']" in md
 
 
-def test_charts_do_not_crash_with_several_distributions(tmp_path, monkeypatch):
-    """matplotlib replaced by a stub: one time-vs-fraction chart per scale and distribution."""
+def stub_matplotlib(monkeypatch):
+    """matplotlib as a stub whose subplots() returns a figure and a grid of axes."""
     plt = mock.MagicMock()
     plt.subplots.side_effect = lambda *a, **kw: (mock.MagicMock(), [[mock.MagicMock()] * a[1]]
                                                  if a else mock.MagicMock())
-    mpl = mock.MagicMock(pyplot=plt)
-    monkeypatch.setitem(sys.modules, "matplotlib", mpl)
+    monkeypatch.setitem(sys.modules, "matplotlib", mock.MagicMock(pyplot=plt))
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", plt)
+
+
+def test_charts_do_not_crash_with_several_distributions(tmp_path, monkeypatch):
+    """matplotlib replaced by a stub: one time-vs-fraction chart per scale and distribution."""
+    stub_matplotlib(monkeypatch)
     result = two_distributions()
     result["records"] += [rec("replay", 2.0, scale=10_000, fraction=0.001),
                           rec("replay", 3.0, distribution="append")]
@@ -337,11 +341,7 @@ META = dict(started="2026-11-27", scales=[1], fractions=[0.01], shapes=["rowwise
 
 
 def test_strategies_chart_is_drawn_when_auto_cells_exist(tmp_path, monkeypatch):
-    plt = mock.MagicMock()
-    plt.subplots.side_effect = lambda *a, **kw: (mock.MagicMock(), [[mock.MagicMock()] * a[1]]
-                                                 if a else mock.MagicMock())
-    monkeypatch.setitem(sys.modules, "matplotlib", mock.MagicMock(pyplot=plt))
-    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", plt)
+    stub_matplotlib(monkeypatch)
     recs = [rec("auto", 1.0), rec("overwrite", 1.0), rec("rebuild", 1.0)]
     paths = [os.path.basename(p) for p in report.make_charts([{"records": recs}], str(tmp_path), "t")]
     assert "t_strategies.png" in paths
