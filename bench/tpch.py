@@ -164,9 +164,10 @@ def render(result: Dict[str, Any]) -> str:
            f"{result['backfill_wall_s']:.1f} s, tables {result['table_wall_s']:.1f} s"]
     for step in result["steps"]:
         rows = step["queries"]
-        order = ("tables first" if step.get("tables_first") else "refreshes first"
-                 ) if "tables_first" in step else ""
-        out += ["", f"Step {step['step']} (RF1 + RF2 + updates{', ' + order if order else ''}): "
+        order = ""  # results written before the order alternated do not say it
+        if "tables_first" in step:
+            order = ", tables first" if step["tables_first"] else ", refreshes first"
+        out += ["", f"Step {step['step']} (RF1 + RF2 + updates{order}): "
                 f"refresh all 22 {step['refresh_wall_s']:.1f} s, rebuild all 22 as tables "
                 f"{step['rebuild_wall_s']:.1f} s "
                 f"({step['refresh_wall_s'] / step['rebuild_wall_s']:.2f}x)", "",
