@@ -45,7 +45,8 @@ KEY_QUERY_SCAN_SHARE = 0.5
 # too high kept a model on a slower replay for good (bench, 10M-row row-wise model: an 11.5 s
 # backfill, which caches and key-checks every row, priced the overwrite at 5.8 s over measured
 # replays of 4.4-5.6 s, while the overwrite took 2.4-2.8 s). Measured overwrites against the
-# backfill before them: 0.1x (100k rows, cold JVM), 0.25x (10M), 0.4-0.7x (1M).
+# backfill before them: 0.1x (100k rows, cold JVM), 0.25x (10M row-wise), 0.4-0.7x (1M),
+# 0.65-0.7x (10M dedup window and join + aggregate, whose compute outweighs their output).
 OVERWRITE_PER_BACKFILL = 0.25
 FULL_PER_OVERWRITE = 2.5
 # Samples kept per strategy: enough to fit a floor and a per-row cost, few enough that an old
