@@ -318,6 +318,10 @@ def test_target_skip_and_noop_above_overhead():
            "**not measured**" in none
 
 
+META = dict(started="2026-11-27", scales=[1], fractions=[0.01], shapes=["rowwise"], reps=1,
+            wall_s=60, cpus=2, memory="1", spark="4.2.0", driver_memory="8g")
+
+
 def test_strategy_targets_judge_auto_against_forced_and_rebuild():
     recs = []
     for scale, auto in ((100_000, 1.0), (1_000_000, 2.0)):
@@ -334,10 +338,6 @@ def test_strategy_targets_judge_auto_against_forced_and_rebuild():
     assert "the rebuild in every cell: **not met** by 0.90x" in text
     assert "### Strategies" in report.render([{"records": recs, "meta": META}])
     assert report.strategy_targets(report.summarize([rec("replay", 1.0)])) == ""
-
-
-META = dict(started="2026-11-27", scales=[1], fractions=[0.01], shapes=["rowwise"], reps=1,
-            wall_s=60, cpus=2, memory="1", spark="4.2.0", driver_memory="8g")
 
 
 def test_strategies_chart_is_drawn_when_auto_cells_exist(tmp_path, monkeypatch):

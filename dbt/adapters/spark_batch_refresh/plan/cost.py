@@ -62,9 +62,12 @@ MARGIN = 1.15
 # aggregate), or a replay it has never made, priced by the defaults (the margin picked a 3.2 s
 # default replay over a measured 3.0 s overwrite; the replay took 3.9 s, the overwrite 2.3 s:
 # bench, 10M-row row-wise model, 10,000 keys spread over every file). Trying the cheaper
-# guess once settles it.
+# guess once settles it (`_margin`).
+
+# A candidate's `basis`: how its estimate was made.
 FROM_BACKFILL = "from its backfill"
 MEASURED = "measured"
+DEFAULT = "default"
 
 
 @dataclass(frozen=True)
@@ -121,8 +124,8 @@ class Candidate:
 
     strategy: str
     seconds: Optional[float]
-    # "measured" (this model's refreshes of this strategy), FROM_BACKFILL (an overwrite scaled
-    # from the model's backfill) or "default" (calibrated constants)
+    # MEASURED (this model's refreshes of this strategy), FROM_BACKFILL (an overwrite scaled
+    # from the model's backfill) or DEFAULT (calibrated constants)
     basis: str
     rejected: Optional[str] = None
 
@@ -142,7 +145,7 @@ def replay_estimate(memory: CostMemory, change_rows: Optional[int],
     if not xs:
         per_query = KEY_QUERY_S + KEY_QUERY_SCAN_SHARE * (scan_s or 0.0)
         extra = per_query * max(0, key_queries - 1)
-        return REPLAY_FLOOR_S + extra + REPLAY_ROW_S * rows, "default"
+        return REPLAY_FLOOR_S + extra + REPLAY_ROW_S * rows, DEFAULT
     per_row = REPLAY_ROW_S
     if len({x.rows for x in xs}) > 1:
         n = len(xs)
@@ -169,7 +172,7 @@ def full_estimate(memory: CostMemory, overwrite: Optional[float]) -> Optional[Tu
         return memory.of(FULL)[-1].seconds, MEASURED
     if overwrite is None:
         return None
-    return overwrite * FULL_PER_OVERWRITE, "default"
+    return overwrite * FULL_PER_OVERWRITE, DEFAULT
 
 
 @dataclass(frozen=True)
