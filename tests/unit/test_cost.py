@@ -117,6 +117,36 @@ def test_a_replay_never_made_gets_no_margin_over_a_measured_overwrite():
     assert choose(both, 10_000, None).strategy == "replay"
 
 
+def test_a_replay_that_lost_is_measured_again():
+    """Recorded at 10M rows (bench --strategies, row-wise): the one replay of 10,000 keys
+    spread over every file took 4.6 s and priced all later replays of 10,000 keys above the
+    3.2-3.4 s overwrites, though replays of the newest ids took 2.3 s. Fails without the
+    re-try: a loser priced too high is never measured again."""
+    memory = remember(remember(CostMemory(), "backfill", 11.5, 10_000_000),
+                      "replay", 4.6, 10_000)
+    memory = remember(remember(memory, "overwrite", 3.3, 10_000_000), "overwrite", 3.4, 10_000_000)
+    assert choose(memory, 10_000, None).strategy == "overwrite"  # measured 2 refreshes ago
+    memory = remember(memory, "overwrite", 3.2, 10_000_000)
+    retry = choose(memory, 10_000, None)
+    assert retry.strategy == "replay", retry.describe()
+    assert ("overwrite ~3.2s measured (replay re-measured: last measured 3 refreshes ago, "
+            "estimate within 1.5x)") in retry.describe()
+    assert "replay ~4.6s measured (chosen)" in retry.describe()
+    cheaper = remember(memory, "replay", 2.2, 10_000)  # the change lay in the newest files
+    assert choose(cheaper, 10_000, None).strategy == "replay"
+    slower = remember(memory, "replay", 4.7, 10_000)  # it did not: back for three refreshes
+    assert choose(slower, 10_000, None).strategy == "overwrite"
+    # A loser far above the chosen estimate is not re-tried however old its measurement.
+    far = remember(remember(remember(remember(CostMemory(), "replay", 9.0, 100),
+                                     "overwrite", 3.0, 1_000), "overwrite", 3.0, 1_000),
+                   "overwrite", 3.0, 1_000)
+    assert far.age("replay") == 3
+    assert choose(far, 100, None).strategy == "overwrite"
+    # The age rides in the commit metadata with the samples.
+    assert CostMemory.from_json(memory.to_json()) == memory
+    assert CostMemory.from_json({"replay": [[4.6, 10]], "_since": {"replay": "x"}}).age("replay") == 0
+
+
 def test_full_recompute_costs_more_than_an_overwrite_by_default():
     memory = remember(CostMemory(), "overwrite", 3.0, 100)
     choice = choose(memory, 50, "the model uses a window function")
