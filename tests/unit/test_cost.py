@@ -129,7 +129,7 @@ def test_a_replay_that_lost_is_measured_again():
     memory = remember(memory, "overwrite", 3.2, 10_000_000)
     retry = choose(memory, 10_000, None)
     assert retry.strategy == "replay", retry.describe()
-    assert ("overwrite ~3.2s measured (replay re-measured: last measured 3 refreshes ago, "
+    assert ("overwrite ~3.2s measured (replay tried again: not run for 3 refreshes, "
             "estimate within 1.5x)") in retry.describe()
     assert "replay ~4.6s measured (chosen)" in retry.describe()
     cheaper = remember(memory, "replay", 2.2, 10_000)  # the change lay in the newest files
@@ -142,6 +142,13 @@ def test_a_replay_that_lost_is_measured_again():
                    "overwrite", 3.0, 1_000)
     assert far.age("replay") == 3
     assert choose(far, 100, None).strategy == "overwrite"
+    # A replay never run, priced by the defaults, is tried the same way: recorded at 10M rows,
+    # overwrites of 3.1 s kept a default replay of 3.2 s from ever running.
+    never = remember(CostMemory(), "backfill", 11.5, 10_000_000)
+    for _ in range(2):
+        never = remember(never, "overwrite", 3.1, 10_000_000)
+    assert choose(never, 10_000, None).strategy == "replay"
+    assert "not run for 3 refreshes" in choose(never, 10_000, None).describe()
     # The age rides in the commit metadata with the samples.
     assert CostMemory.from_json(memory.to_json()) == memory
     assert CostMemory.from_json({"replay": [[4.6, 10]], "_since": {"replay": "x"}}).age("replay") == 0

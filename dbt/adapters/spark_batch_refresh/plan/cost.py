@@ -63,9 +63,10 @@ MARGIN = 1.15
 # default replay over a measured 3.0 s overwrite; the replay took 3.9 s, the overwrite 2.3 s:
 # bench, 10M-row row-wise model, 10,000 keys spread over every file). Trying the cheaper
 # guess once settles it (`_margin`).
-# A measured strategy that lost is measured again after RETRY_AFTER refreshes of the others
-# when its estimate is within RETRY_WITHIN of the chosen one: a measurement only corrects an
-# estimate that is acted on, so without this a loser priced too high stays unchosen for good.
+# A strategy that lost is run (and measured) again after RETRY_AFTER measured refreshes of
+# the others when its estimate is within RETRY_WITHIN of the chosen one: a measurement only
+# corrects an estimate that is acted on, so without this a loser priced too high (measured
+# under other changes, or a default) stays unchosen for good.
 # Estimates know a change's rows, not how it lies in the target: a 10M-row row-wise model's
 # replay of 10,000 keys spread over every file took 4.6 s, then priced every later replay of
 # 10,000 keys, though those of the newest ids took 2.3 s and of appended ids 1.4 s, under an
@@ -76,6 +77,8 @@ RETRY_AFTER = 3
 RETRY_WITHIN = 1.5
 
 SINCE_KEY = "_since"
+# The strategies `choose` prices: each has an age, measured or not.
+CANDIDATES = (REPLAY, OVERWRITE, FULL)
 
 # A candidate's `basis`: how its estimate was made.
 FROM_BACKFILL = "from its backfill"
@@ -103,15 +106,15 @@ class CostMemory:
     def add(self, strategy: str, sample: Sample) -> "CostMemory":
         kept = (tuple(self.samples.get(strategy, ())) + (sample,))[-KEEP:]
         # the strategy just measured has age 0: absent, as in memory recorded before ages were
-        since = {s: self.age(s) + 1 for s in self.samples if s != strategy}
+        since = {s: self.age(s) + 1 for s in {*self.samples, *CANDIDATES} if s != strategy}
         return CostMemory({**self.samples, strategy: kept}, since)
 
     def of(self, strategy: str) -> Tuple[Sample, ...]:
         return tuple(self.samples.get(strategy, ()))
 
     def age(self, strategy: str) -> int:
-        """Measured refreshes since `strategy` was last measured (0 for memory recorded before
-        this was counted)."""
+        """Measured refreshes since `strategy` was last measured, or since the memory began if
+        it never was (0 for memory recorded before this was counted)."""
         return int(self.since.get(strategy, 0))
 
     def to_json(self) -> Dict[str, Any]:
@@ -144,7 +147,8 @@ class CostMemory:
                     Sample(float(s), None if r is None else int(r)) for s, r in xs)[-KEEP:]
             except (TypeError, ValueError):
                 continue
-        return CostMemory(samples, {s: n for s, n in since.items() if n and s in samples})
+        return CostMemory(samples, {s: n for s, n in since.items()
+                                    if n and (s in samples or s in CANDIDATES)})
 
 
 def remember(memory: CostMemory, action: str, seconds: Optional[float],
@@ -249,8 +253,8 @@ def choose(memory: CostMemory, change_rows: Optional[int],
     rejected = _rejections(cands, cheapest)
     if best is not cheapest:
         rejected = [replace(c, rejected=None) if c.strategy == best.strategy else
-                    replace(c, rejected=f"{best.strategy} re-measured: last measured "
-                            f"{memory.age(best.strategy)} refreshes ago, estimate within "
+                    replace(c, rejected=f"{best.strategy} tried again: not run for "
+                            f"{memory.age(best.strategy)} refreshes, estimate within "
                             f"{RETRY_WITHIN:g}x") if c.strategy == cheapest.strategy else c
                     for c in rejected]
     return Choice(best.strategy, tuple(rejected), best.seconds)
@@ -273,13 +277,14 @@ def _best(cands: Sequence[Candidate]) -> Candidate:
 
 def _retry(cands: Sequence[Candidate], best: Candidate,
            memory: CostMemory) -> Optional[Candidate]:
-    """A measured candidate that lost to `best` and has not been measured for RETRY_AFTER
-    refreshes, when its estimate is within RETRY_WITHIN of `best`'s (the stalest first)."""
+    """A candidate that lost to `best` and has not run for RETRY_AFTER measured refreshes,
+    when its estimate is within RETRY_WITHIN of `best`'s (the stalest first). A guess counts
+    as an estimate: a default replay that lost narrowly to a measured overwrite is tried once
+    too, and measured."""
     if best.seconds is None:
         return None
     due = [c for c in cands
-           if c is not best and c.rejected is None and c.basis == MEASURED
-           and c.seconds is not None and memory.age(c.strategy) >= RETRY_AFTER
+           if c is not best and c.rejected is None and c.seconds is not None and memory.age(c.strategy) >= RETRY_AFTER
            and c.seconds <= RETRY_WITHIN * best.seconds]
     return max(due, key=lambda c: memory.age(c.strategy)) if due else None
 
