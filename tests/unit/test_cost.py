@@ -134,8 +134,12 @@ def test_a_replay_that_lost_is_measured_again():
     assert "replay ~4.6s measured (chosen)" in retry.describe()
     cheaper = remember(memory, "replay", 2.2, 10_000)  # the change lay in the newest files
     assert choose(cheaper, 10_000, None).strategy == "replay"
-    slower = remember(memory, "replay", 4.7, 10_000)  # it did not: back for three refreshes
+    slower = remember(memory, "replay", 4.7, 10_000)  # it did not: back to overwrites
     assert choose(slower, 10_000, None).strategy == "overwrite"
+    # ... and the next re-try waits 3 refreshes per replay kept: 6 with two.
+    for n in range(1, 7):
+        slower = remember(slower, "overwrite", 3.2, 10_000_000)
+        assert choose(slower, 10_000, None).strategy == ("replay" if n == 6 else "overwrite"), n
     # A loser far above the chosen estimate is not re-tried however old its measurement.
     far = remember(remember(remember(remember(CostMemory(), "replay", 9.0, 100),
                                      "overwrite", 3.0, 1_000), "overwrite", 3.0, 1_000),

@@ -64,7 +64,8 @@ MARGIN = 1.15
 # bench, 10M-row row-wise model, 10,000 keys spread over every file). Trying the cheaper
 # guess once settles it (`_margin`).
 # A strategy that lost is run (and measured) again after RETRY_AFTER measured refreshes of
-# the others when its estimate is within RETRY_WITHIN of the chosen one: a measurement only
+# the others per sample it has (`retry_after`: a re-try that loses again waits longer) when
+# its estimate is within RETRY_WITHIN of the chosen one: a measurement only
 # corrects an estimate that is acted on, so without this a loser priced too high (measured
 # under other changes, or a default) stays unchosen for good.
 # Estimates know a change's rows, not how it lies in the target: a 10M-row row-wise model's
@@ -72,7 +73,8 @@ MARGIN = 1.15
 # 10,000 keys, though those of the newest ids took 2.3 s and of appended ids 1.4 s, under an
 # overwrite of 3.2-3.6 s (bench, issue #33's grid; the upstream's own commit metrics cannot
 # tell: its MERGEs rewrote both of its two files whichever ids they touched). A re-try costs
-# at most RETRY_WITHIN once in RETRY_AFTER + 1 refreshes.
+# at most RETRY_WITHIN once in RETRY_AFTER + 1 refreshes at first, once in
+# RETRY_AFTER * KEEP + 1 for a strategy that kept losing.
 RETRY_AFTER = 3
 RETRY_WITHIN = 1.5
 
@@ -275,16 +277,24 @@ def _best(cands: Sequence[Candidate]) -> Candidate:
     return next(c for c in cands if c.strategy == FULL)
 
 
+def retry_after(memory: CostMemory, strategy: str) -> int:
+    """Refreshes a losing `strategy` waits before it runs again: RETRY_AFTER per sample kept
+    (at least one), so each re-try that loses again makes the next wait longer, up to
+    RETRY_AFTER * KEEP."""
+    return RETRY_AFTER * max(1, len(memory.of(strategy)))
+
+
 def _retry(cands: Sequence[Candidate], best: Candidate,
            memory: CostMemory) -> Optional[Candidate]:
-    """A candidate that lost to `best` and has not run for RETRY_AFTER measured refreshes,
+    """A candidate that lost to `best` and has not run for `retry_after` measured refreshes,
     when its estimate is within RETRY_WITHIN of `best`'s (the stalest first). A guess counts
     as an estimate: a default replay that lost narrowly to a measured overwrite is tried once
     too, and measured."""
     if best.seconds is None:
         return None
     due = [c for c in cands
-           if c is not best and c.rejected is None and c.seconds is not None and memory.age(c.strategy) >= RETRY_AFTER
+           if c is not best and c.rejected is None and c.seconds is not None
+           and memory.age(c.strategy) >= retry_after(memory, c.strategy)
            and c.seconds <= RETRY_WITHIN * best.seconds]
     return max(due, key=lambda c: memory.age(c.strategy)) if due else None
 
