@@ -251,15 +251,15 @@ def choose(memory: CostMemory, change_rows: Optional[int],
                            None if over else "no measured rebuild of this model yet"))
     cands.append(Candidate(FULL, full[0] if full else None, full[1] if full else ""))
     cheapest = _best(cands)
-    best = _retry(cands, cheapest, memory) or cheapest
-    rejected = _rejections(cands, cheapest)
-    if best is not cheapest:
-        rejected = [replace(c, rejected=None) if c.strategy == best.strategy else
-                    replace(c, rejected=f"{best.strategy} tried again: not run for "
-                            f"{memory.age(best.strategy)} refreshes, estimate within "
-                            f"{RETRY_WITHIN:g}x") if c.strategy == cheapest.strategy else c
-                    for c in rejected]
-    return Choice(best.strategy, tuple(rejected), best.seconds)
+    retried = _retry(cands, cheapest, memory)
+    if retried is None:
+        return Choice(cheapest.strategy, tuple(_rejections(cands, cheapest)), cheapest.seconds)
+    why = (f"{retried.strategy} tried again: not run for {memory.age(retried.strategy)} "
+           f"refreshes, estimate within {RETRY_WITHIN:g}x")
+    shown = [replace(c, rejected=None) if c.strategy == retried.strategy
+             else replace(c, rejected=why) if c.strategy == cheapest.strategy else c
+             for c in _rejections(cands, cheapest)]
+    return Choice(retried.strategy, tuple(shown), retried.seconds)
 
 
 def _best(cands: Sequence[Candidate]) -> Candidate:
