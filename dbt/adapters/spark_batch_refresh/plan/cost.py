@@ -232,7 +232,8 @@ class Choice:
 
 def choose(memory: CostMemory, change_rows: Optional[int],
            replay_blocker: Optional[str], key_queries: int = 1) -> Choice:
-    """The cheapest way to write this refresh, with every candidate's estimate.
+    """The cheapest way to write this refresh, with every candidate's estimate; or, now and
+    then, a close loser run again to measure it (`_retry`).
 
     `replay_blocker` is why the model cannot replay (None: it can); `key_queries` how many
     affected-key queries its replay would run. Without any measured rebuild (a target built
