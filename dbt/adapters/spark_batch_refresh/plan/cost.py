@@ -102,13 +102,13 @@ class CostMemory:
     """The model's recent measured refreshes, per strategy, newest last."""
 
     samples: Mapping[str, Tuple[Sample, ...]] = field(default_factory=dict)
-    # measured refreshes of other strategies since each strategy's newest sample
+    # measured refreshes of other strategies since each candidate strategy's newest sample
     since: Mapping[str, int] = field(default_factory=dict)
 
     def add(self, strategy: str, sample: Sample) -> "CostMemory":
         kept = (tuple(self.samples.get(strategy, ())) + (sample,))[-KEEP:]
         # the strategy just measured has age 0: absent, as in memory recorded before ages were
-        since = {s: self.age(s) + 1 for s in {*self.samples, *CANDIDATES} if s != strategy}
+        since = {s: self.age(s) + 1 for s in CANDIDATES if s != strategy}
         return CostMemory({**self.samples, strategy: kept}, since)
 
     def of(self, strategy: str) -> Tuple[Sample, ...]:
@@ -149,8 +149,7 @@ class CostMemory:
                     Sample(float(s), None if r is None else int(r)) for s, r in xs)[-KEEP:]
             except (TypeError, ValueError):
                 continue
-        return CostMemory(samples, {s: n for s, n in since.items()
-                                    if n and (s in samples or s in CANDIDATES)})
+        return CostMemory(samples, {s: n for s, n in since.items() if n and s in CANDIDATES})
 
 
 def remember(memory: CostMemory, action: str, seconds: Optional[float],
