@@ -53,7 +53,8 @@ def model(query: str, pinned: Optional[Mapping[str, int]]) -> str:
 def main(scale: float, steps: int, warm: str, listed: str) -> None:
     queries = listed.split(",")
     data = tpch_data.generate(scale, os.path.join(tpch_data.CACHE, f"sf{scale:g}"))
-    with scratch("br-order-bench-", "local[*]", 2, {"spark.driver.memory": "8g"}) as spark:
+    extra = dict(kv.split("=", 1) for kv in os.environ.get("BENCH_SPARK_CONFS", "").split(",") if kv)
+    with scratch("br-order-bench-", "local[*]", 2, {"spark.driver.memory": "8g", **extra}) as spark:
 
         def timed(sql: str) -> float:
             started = time.monotonic()

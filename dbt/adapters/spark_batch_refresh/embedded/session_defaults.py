@@ -99,6 +99,12 @@ def embedded_confs(
         # 6.2 -> 4.4 s and the first read after a commit 4.0 -> 2.2 s). A local table's log
         # is small enough for one task.
         "spark.databricks.delta.snapshotPartitions": "1",
+        # A long-lived session compiles the same query shapes refresh after refresh; Spark
+        # keeps only 100 compiled classes, which a run of a few models and Delta's own commit
+        # queries evicts, so the first writer after an upstream change compiled again (of two
+        # writers of one query the first took 0.35 s longer; 0.13 s with this, median of six
+        # TPC-H queries, bench/order_effect.py). Static: applies when the session starts.
+        "spark.sql.codegen.cache.maxEntries": "1000",
         "spark.driver.memory": "4g",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
