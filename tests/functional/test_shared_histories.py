@@ -143,3 +143,16 @@ class TestSharedHistories:
         for relation in ("v_src", "nope", "plain"):
             assert read_history(session, history_read(
                 f"DESCRIBE HISTORY {schema}.{relation} LIMIT 1")) is None, relation
+
+        # SHOW VIEWS from the session catalog (storage/jvm_views.py): the SQL's rows, the
+        # session's temporary views included; a missing database left to the SQL's error.
+        from dbt.adapters.spark_batch_refresh.storage.jvm_views import read_views, views_read
+
+        session.sql("create or replace temporary view t_src as select 1 as id")
+        sql = f"SHOW VIEWS IN `{schema}`"
+        rows = read_views(session, views_read(sql))
+        key = lambda r: (r["namespace"], r["viewName"])  # noqa: E731
+        assert rows is not None and any(r["viewName"] == "v_src" for r in rows)
+        assert any(r["isTemporary"] and r["viewName"] == "t_src" for r in rows)
+        assert sorted(rows, key=key) == sorted(by_sql(sql), key=key)
+        assert read_views(session, "no_such_database") is None

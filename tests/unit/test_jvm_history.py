@@ -32,3 +32,14 @@ def test_commit_time_on_the_session_clock():
     row = _row({"version": 3, "timestamp": millis}, timezone(timedelta(hours=2)))
     assert row["timestamp"] == datetime(2026, 11, 27, 7, 37, 49, 535000)
     assert row["version"] == 3 and row["userMetadata"] is None and "engineInfo" in row
+
+
+def test_show_views_recognised():
+    from dbt.adapters.spark_batch_refresh.storage.jvm_views import views_read
+
+    assert views_read("SHOW VIEWS IN `raw`") == "raw"
+    assert views_read("show views in analytics") == "analytics"
+    assert views_read("SHOW VIEWS IN `my``db`") == "my`db"
+    for sql in ("SHOW VIEWS", "SHOW VIEWS IN cat.db", "SHOW VIEWS IN raw LIKE 'v*'",
+                "SHOW TABLES IN raw"):
+        assert views_read(sql) is None, sql

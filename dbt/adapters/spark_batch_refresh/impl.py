@@ -37,6 +37,7 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
+from dbt.adapters.spark_batch_refresh.storage.jvm_views import read_views, views_read
 from dbt.adapters.spark_batch_refresh.storage.session_confs import apply_conf, conf_statement
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore, points_json
 
@@ -69,9 +70,9 @@ class SparkBatchRefreshAdapter(SparkAdapter):
     # ------------------------------------------------------------------ SQL plumbing
     def _fetch_dicts(self, sql: str) -> List[Dict[str, Any]]:
         """Run one statement on this thread's connection; rows as dicts (no agate)."""
-        history = self._history_from_jvm(sql)
-        if history is not None:
-            return history
+        answered = self._from_jvm(sql)
+        if answered is not None:
+            return answered
         _, cursor = self.connections.add_query(sql, auto_begin=False)
         description = cursor.description or []
         names = [d[0] for d in description]
@@ -85,14 +86,22 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             raise DbtRuntimeError(str(exc)) from exc
         return [dict(zip(names, tuple(row))) for row in rows or []]
 
-    def _history_from_jvm(self, sql: str) -> Optional[List[Dict[str, Any]]]:
-        """A DESCRIBE HISTORY in the embedded session, read from the JVM (storage/jvm_history.py);
-        None for every other statement and connection."""
-        read = history_read(sql)
-        session = self._embedded_session() if read is not None else None
-        rows = read_history(session, read) if session is not None else None
+    def _from_jvm(self, sql: str) -> Optional[List[Dict[str, Any]]]:
+        """A DESCRIBE HISTORY or SHOW VIEWS in the embedded session, answered by the JVM
+        (storage/jvm_history.py, storage/jvm_views.py); None for every other statement and
+        connection, and wherever only the SQL can answer."""
+        read, database = history_read(sql), views_read(sql)
+        if read is None and database is None:
+            return None
+        session = self._embedded_session()
+        if session is None:
+            return None
+        if read is not None:
+            rows, source = read_history(session, read), "Delta log"
+        else:
+            rows, source = read_views(session, database or ""), "catalog"
         if rows is not None:
-            logger.debug(f"{sql} (read from the embedded session's Delta log: {len(rows)} rows)")
+            logger.debug(f"{sql} (read from the embedded session's {source}: {len(rows)} rows)")
         return rows
 
     def _embedded_session(self) -> Any:

@@ -47,7 +47,7 @@ def history_read(sql: str) -> Optional[HistoryRead]:
     found = _STATEMENT.fullmatch(sql)
     if found is None:
         return None
-    parts = _name_parts(found.group("relation"))
+    parts = name_parts(found.group("relation"))
     if parts is None or not 1 <= len(parts) <= 3:
         return None
     if len(parts) == 3:
@@ -58,7 +58,7 @@ def history_read(sql: str) -> Optional[HistoryRead]:
     return HistoryRead(database, parts[-1], int(found.group("limit")))
 
 
-def _name_parts(relation: str) -> Optional[List[str]]:
+def name_parts(relation: str) -> Optional[List[str]]:
     # Not sqlglot: its Table parse takes a quoted string ('/tmp/t') or a four-part name for a
     # table name, which Spark's DESCRIBE HISTORY does not; such a read must go to the SQL.
     parts: List[str] = []
