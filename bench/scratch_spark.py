@@ -24,6 +24,7 @@ def scratch_session(where: str, master: str, shuffle_partitions: int,
                .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.databricks.delta.snapshotPartitions", "1")
+               .config("spark.sql.codegen.cache.maxEntries", "1000")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.warehouse.dir", f"{where}/warehouse")

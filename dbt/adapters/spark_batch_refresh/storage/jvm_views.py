@@ -1,10 +1,11 @@
 """`SHOW VIEWS IN <database>` answered by the embedded session's JVM.
 
 Each model with an upstream in a database lists that database's views once per invocation
-(storage/views.py: a view upstream is seen through). Through SQL that is a statement, 0.02-0.04 s
-a model in a `dbt run`; the session catalog's own `listViews` answers it in ~1 ms. Anything this
-path cannot answer exactly as SQL would (another catalog, a missing database, an error of any
-kind) returns None, and the caller runs the SQL, so its errors keep their text.
+(storage/views.py: a view upstream is seen through). Through SQL that is a statement (median
+0.026 s in the 100k-row strategies bench); the session catalog's own `listViews` answers it
+with one metastore call. Anything this path cannot answer exactly as SQL would (another
+catalog, a missing database, an error of any kind) returns None, and the caller runs the SQL,
+so its errors keep their text.
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ def read_views(session: Any, database: str) -> Optional[List[Dict[str, Any]]]:
     SQL can answer. Like SHOW VIEWS, the session's temporary views come with the database's."""
     try:
         catalog = session._jsparkSession.sessionState().catalog()
-        if not catalog.databaseExists(database):
-            return None  # SQL raises the error the caller expects
+        # A missing database raises here, and the SQL raises the error the caller expects.
         names = catalog.listViews(database, "*").iterator()
         rows: List[Dict[str, Any]] = []
         while names.hasNext():
