@@ -156,3 +156,4 @@ class TestSharedHistories:
         assert any(r["isTemporary"] and r["viewName"] == "t_src" for r in rows)
         assert sorted(rows, key=key) == sorted(by_sql(sql), key=key)
         assert read_views(session, "no_such_database") is None
+        assert read_views(session, "global_temp") is None  # temporary: left to the SQL

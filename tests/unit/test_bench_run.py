@@ -169,6 +169,8 @@ def test_every_record_and_round_carries_its_distribution(tmp_path, capsys):
     bench.dbt_run = lambda select, full_refresh=False: [_Result(name) for name in select]
     bench.start = lambda: None
     bench.spark = None
+    warmed = []
+    bench.warm_up = lambda: warmed.append(1)
     saved = []
     bench.save = lambda result: saved.append(len(result["records"]))
 
@@ -183,6 +185,7 @@ def test_every_record_and_round_carries_its_distribution(tmp_path, capsys):
     assert rounds == {(d, f, rep) for d in ("recent", "append") for f in (0.01, 0.1)
                       for rep in (1, 2)}
     assert len(saved) == 8  # partial results after every round
+    assert len(warmed) == 8  # each round's queries run once before its timed writes
     assert result["meta"]["distributions"] == ["recent", "append"]
     per_round = len(records) // 8
     assert {r["changes"] for r in records if r["distribution"] == "append"} == {10, 100}

@@ -102,8 +102,9 @@ def embedded_confs(
         # A long-lived session compiles the same query shapes refresh after refresh; Spark
         # keeps only 100 compiled classes, which a run of a few models and Delta's own commit
         # queries evicts, so the first writer after an upstream change compiled again (of two
-        # writers of one query the first took 0.35 s longer; 0.13 s with this, median of six
-        # TPC-H queries, bench/order_effect.py). Static: applies when the session starts.
+        # writers of one query the first took 0.35 s longer at 100 entries, 0.05-0.3 s at
+        # 1,000: medians of six TPC-H queries, bench/order_effect.py). Static: applies when
+        # the session starts.
         "spark.sql.codegen.cache.maxEntries": "1000",
         "spark.driver.memory": "4g",
         "spark.ui.enabled": "false",

@@ -30,6 +30,9 @@ def read_views(session: Any, database: str) -> Optional[List[Dict[str, Any]]]:
     """SHOW VIEWS' rows (namespace, viewName, isTemporary) for `database`, or None where only
     SQL can answer. Like SHOW VIEWS, the session's temporary views come with the database's."""
     try:
+        if database.lower() == str(session.conf.get("spark.sql.globalTempDatabase",
+                                                    "global_temp")).lower():
+            return None  # its views are temporary, which SHOW VIEWS says and listViews not
         catalog = session._jsparkSession.sessionState().catalog()
         # A missing database raises here, and the SQL raises the error the caller expects.
         names = catalog.listViews(database, "*").iterator()
