@@ -43,3 +43,13 @@ def test_show_views_recognised():
     for sql in ("SHOW VIEWS", "SHOW VIEWS IN cat.db", "SHOW VIEWS IN raw LIKE 'v*'",
                 "SHOW TABLES IN raw"):
         assert views_read(sql) is None, sql
+
+
+def test_describe_query_recognised():
+    from dbt.adapters.spark_batch_refresh.storage.jvm_describe import describe_read
+
+    assert describe_read("DESCRIBE QUERY select 1") == "select 1"
+    assert describe_read("describe query\n  with x as (select 1)\nselect * from x") == \
+        "with x as (select 1)\nselect * from x"
+    for sql in ("DESCRIBE QUERY", "DESCRIBE TABLE t", "DESCRIBE t", "SELECT 1"):
+        assert describe_read(sql) is None, sql

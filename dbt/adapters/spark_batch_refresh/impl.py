@@ -36,6 +36,7 @@ from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
+from dbt.adapters.spark_batch_refresh.storage.jvm_describe import describe_read, read_describe
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
 from dbt.adapters.spark_batch_refresh.storage.jvm_views import read_views, views_read
 from dbt.adapters.spark_batch_refresh.storage.session_confs import apply_conf, conf_statement
@@ -87,19 +88,21 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         return [dict(zip(names, tuple(row))) for row in rows or []]
 
     def _from_jvm(self, sql: str) -> Optional[List[Dict[str, Any]]]:
-        """A DESCRIBE HISTORY or SHOW VIEWS in the embedded session, answered by the JVM
-        (storage/jvm_history.py, storage/jvm_views.py); None for every other statement and
-        connection, and wherever only the SQL can answer."""
-        read, database = history_read(sql), views_read(sql)
-        if read is None and database is None:
+        """A DESCRIBE HISTORY, SHOW VIEWS or DESCRIBE QUERY in the embedded session, answered
+        by the JVM (storage/jvm_history.py, jvm_views.py, jvm_describe.py); None for every
+        other statement and connection, and wherever only the SQL can answer."""
+        read, database, query = history_read(sql), views_read(sql), describe_read(sql)
+        if read is None and database is None and query is None:
             return None
         session = self._embedded_session()
         if session is None:
             return None
         if read is not None:
             rows, source = read_history(session, read), "Delta log"
+        elif database is not None:
+            rows, source = read_views(session, database), "catalog"
         else:
-            rows, source = read_views(session, database or ""), "catalog"
+            rows, source = read_describe(session, query or ""), "analyser"
         if rows is not None:
             logger.debug(f"{sql} (read from the embedded session's {source}: {len(rows)} rows)")
         return rows

@@ -16,7 +16,11 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, txn_app_id
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
-from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
+from dbt.adapters.spark_batch_refresh.storage.delta import (
+    AFTER_COMMIT_WINDOW,
+    LOG_LOOKBACK,
+    DeltaReader,
+)
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, Write, choose_write
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
@@ -79,11 +83,15 @@ class Applier:
 
     def _landed(self, req: RefreshRequest, commit: RefreshCommit,
                 conflict: Optional[DbtRuntimeError]) -> RefreshCommit:
-        entries = self._reader.read_after_commit(req.target)
-        for entry in entries:
-            found = RefreshCommit.from_history(entry, req.model_id)
-            if found is not None and found.plan_id == commit.plan_id and found.chunk == commit.chunk:
-                return found
+        entries: List[Dict[str, Any]] = []
+        # Its own commit is the newest but for another writer's right after it.
+        for window in (AFTER_COMMIT_WINDOW, LOG_LOOKBACK):
+            entries = self._reader.read_after_commit(req.target, window)
+            for entry in entries:
+                found = RefreshCommit.from_history(entry, req.model_id)
+                if found is not None and found.plan_id == commit.plan_id \
+                        and found.chunk == commit.chunk:
+                    return found
         winner = TargetLog.from_history(entries, req.model_id).last
         if winner is not None and winner.txn_version >= commit.txn_version:
             raise ConcurrentRefresh(winner)
