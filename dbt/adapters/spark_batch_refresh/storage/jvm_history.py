@@ -19,6 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from typing import Any, Dict, List, Optional
 
 from dbt.adapters.spark_batch_refresh.client.session_cursor import session_zone
@@ -77,31 +78,59 @@ def name_parts(relation: str) -> Optional[List[str]]:
         at += 1
 
 
+@dataclass(frozen=True)
+class _Handles:
+    """The Java static methods and constants a read calls, looked up once per JVM: every step
+    of a `jvm.a.b.C.m` lookup is a round trip to the JVM (about 75 us), about 35 a read."""
+
+    identifier: Any  # TableIdentifier.apply
+    option: Any  # Option.apply
+    none: Any
+    for_table: Any  # DeltaLog.forTable
+    files: Any  # DeltaCommitFileProvider.apply
+    commit_info: Any  # DeltaHistoryManager.getCommitInfoOpt
+    empty_info: Any  # CommitInfo.empty
+    some: Any  # scala.Some's constructor
+    history: Any  # DeltaHistory.fromCommitInfo
+    mapper: Any
+
+
+@lru_cache(maxsize=4)
+def _handles(jvm: Any) -> _Handles:
+    delta = jvm.org.apache.spark.sql.delta
+    option = jvm.scala.Option
+    return _Handles(
+        identifier=jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply,
+        option=option.apply, none=option.empty(), for_table=delta.DeltaLog.forTable,
+        files=delta.util.DeltaCommitFileProvider.apply,
+        commit_info=delta.DeltaHistoryManager.getCommitInfoOpt,
+        empty_info=delta.actions.CommitInfo.empty, some=jvm.scala.Some,
+        history=delta.DeltaHistory.fromCommitInfo, mapper=delta.util.JsonUtils.mapper())
+
+
 def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any]]]:
     """The newest `read.limit` commits as DESCRIBE HISTORY's rows (timestamps as the session's
     wall clock, as the SQL path returns them), or None where only SQL can answer."""
     try:
-        jvm = session._jvm
-        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
-            read.table, jvm.scala.Option.apply(read.database))
+        java = _handles(session._jvm)
+        ident = java.identifier(read.table, java.option(read.database))
         catalog = session._jsparkSession.sessionState().catalog()
         if catalog.isTempView(ident):
             return None  # SQL resolves a temporary view first
         table = catalog.getTableMetadata(ident)  # a missing table raises: SQL says so
         if table.tableType().name() == "VIEW":
             return None
-        delta = jvm.org.apache.spark.sql.delta
-        log = delta.DeltaLog.forTable(session._jsparkSession, table)
+        log = java.for_table(session._jsparkSession, table)
         if not log.tableExists():
             return None
-        texts = _newest_commits(jvm, delta, log, read.limit)
+        texts = _newest_commits(java, log, read.limit)
         zone = session_zone(session.conf.get("spark.sql.session.timeZone", None))
     except Exception:  # noqa: BLE001 - anything unexpected: let SQL answer (and fail) as always
         return None
     return [_row(row, zone) for row in _monotonic([json.loads(text) for text in texts])][::-1]
 
 
-def _newest_commits(jvm: Any, delta: Any, log: Any, limit: int) -> List[str]:
+def _newest_commits(java: _Handles, log: Any, limit: int) -> List[str]:
     """The newest `limit` commits, oldest first, each as Delta's JSON of its DeltaHistory row.
 
     What `DeltaHistoryManager.getHistory(limit)` does (DESCRIBE HISTORY's own call), on the
@@ -109,23 +138,22 @@ def _newest_commits(jvm: Any, delta: Any, log: Any, limit: int) -> List[str]:
     a 6-commit log (bench/README.md, "Which writer goes first"). Each commit's time is its
     in-commit timestamp where the table writes one, else its file's modification time; the
     functional test compares every row with the SQL's, in-commit timestamps included."""
-    snapshot = log.update(False, jvm.scala.Option.empty(), jvm.scala.Option.empty())
+    snapshot = log.update(False, java.none, java.none)
     latest = snapshot.version()
-    files = delta.util.DeltaCommitFileProvider.apply(snapshot)
+    files = java.files(snapshot)
     conf = log.newDeltaHadoopConf()
     store = log.store()
     fs = log.logPath().getFileSystem(conf)
-    mapper = delta.util.JsonUtils.mapper()
     texts = []
     for version in range(max(latest - limit + 1, 0), latest + 1):
         path = files.deltaFile(version)
-        found = delta.DeltaHistoryManager.getCommitInfoOpt(store, path, conf)
+        found = java.commit_info(store, path, conf)
         info = (found.get() if found.isDefined()
-                else delta.actions.CommitInfo.empty(jvm.scala.Some(version)))
+                else java.empty_info(java.some(version)))
         stamp = info.inCommitTimestamp()
         info = info.withTimestamp(stamp.get() if stamp.isDefined()
                                   else fs.getFileStatus(path).getModificationTime())
-        texts.append(mapper.writeValueAsString(delta.DeltaHistory.fromCommitInfo(info)))
+        texts.append(java.mapper.writeValueAsString(java.history(info)))
     return texts
 
 
