@@ -6,7 +6,9 @@ reports file count and size, so Delta rebuilds the snapshot state) buy anything 
 pure overhead next to `SHOW TBLPROPERTIES` and a `DESCRIBE HISTORY` window?
 
 Session 29 added the same reads answered from Delta's log in the embedded session
-(storage/jvm_history.py), the variants marked (JVM).
+(storage/jvm_history.py), the variants marked (JVM); session 35 the two-commit read a refresh
+makes after its write and the schema check, DESCRIBE QUERY, as a statement and answered by the
+session's analyser (storage/jvm_describe.py).
 
 usage: .venv/bin/python bench/metadata_statements.py [rounds]   (run alone: 2 cores)
 Prints the median seconds per variant (the first two rounds of each are left out: JIT warm-up).
@@ -24,10 +26,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.scratch_spark import arguments, scratch  # noqa: E402
 
+from dbt.adapters.spark_batch_refresh.storage.jvm_describe import (  # noqa: E402
+    describe_read, read_describe)
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import (  # noqa: E402
     history_read, read_history)
 
-JVM = "JVM "  # a statement the adapter answers from Delta's log in the embedded session
+JVM = "JVM "  # a statement the adapter answers through the JVM in the embedded session
+_QUERY = "DESCRIBE QUERY SELECT id, count(*) AS n, sum(v) AS s, max(v) AS m FROM u GROUP BY id"
 
 VARIANTS: Dict[str, List[str]] = {
     "none": [],
@@ -42,6 +47,10 @@ VARIANTS: Dict[str, List[str]] = {
     # Session 29: the embedded session's reads from Delta's log (storage/jvm_history.py).
     "history limit 1 (JVM)": [JVM + "DESCRIBE HISTORY u LIMIT 1"],
     "history limit 20 (JVM)": [JVM + "DESCRIBE HISTORY u LIMIT 20"],
+    # Session 35: a refresh's read after its write, and its schema check.
+    "history limit 2 (JVM)": [JVM + "DESCRIBE HISTORY u LIMIT 2"],
+    "describe query": [_QUERY],
+    "describe query (JVM)": [JVM + _QUERY],
 }
 
 
@@ -50,7 +59,9 @@ def main(rounds: int) -> None:
     def timed(sql: str) -> float:
         started = time.monotonic()
         if sql.startswith(JVM):
-            assert read_history(spark, history_read(sql[len(JVM):])) is not None
+            read = history_read(sql[len(JVM):])
+            assert (read_history(spark, read) if read is not None
+                    else read_describe(spark, describe_read(sql[len(JVM):]) or "")) is not None
         else:
             spark.sql(sql).collect()
         return time.monotonic() - started

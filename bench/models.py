@@ -224,7 +224,7 @@ when not matched and s._change_type <> 'delete' and s.keep then
 
 
 def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str,
-                  strategies: bool = False) -> None:
+                  strategies: bool = False, checkpoint_interval: int = 10) -> None:
     os.makedirs(os.path.join(root, "models"), exist_ok=True)
     with open(os.path.join(root, "dbt_project.yml"), "w") as f:
         f.write(
@@ -239,6 +239,9 @@ def write_project(root: str, shapes: List[str], session_dir: str, driver_memory:
             f"      session_dir: {session_dir}\n"
             "      server_side_parameters:\n"
             f"        spark.driver.memory: '{driver_memory}'\n"
+            # a default of every table the session creates, the raw tables and targets alike
+            f"        spark.databricks.delta.properties.defaults.checkpointInterval: "
+            f"'{int(checkpoint_interval)}'\n"
         )
     with open(os.path.join(root, "models", "sources.yml"), "w") as f:
         f.write(

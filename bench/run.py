@@ -40,7 +40,7 @@ class Bench:
         self.trace = os.path.join(self.work, "statements.trace")
         os.environ["BATCH_REFRESH_TRACE"] = self.trace
         models.write_project(self.project, args.shapes, os.path.join(self.work, "session"),
-                             args.driver_memory, args.strategies)
+                             args.driver_memory, args.strategies, args.checkpoint_interval)
         from dbt.cli.main import dbtRunner
 
         self.dbt = dbtRunner()
@@ -297,7 +297,7 @@ def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str,
         "spark": spark.version if spark is not None else "?",
         "packages": {p: ver(p) for p in ("dbt-core", "dbt-spark", "delta-spark",
                                          "dbt-spark-batch-refresh")},
-        "driver_memory": args.driver_memory,
+        "driver_memory": args.driver_memory, "checkpoint_interval": args.checkpoint_interval,
         "scales": args.scales, "fractions": args.fractions, "shapes": args.shapes,
         "distributions": args.distributions, "reps": args.reps,
     }
@@ -315,6 +315,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                         "append (inserts only)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--driver-memory", default="8g")
+    # Delta writes a checkpoint with every 10th commit of a table, which costs that commit
+    # 0.6-1.2 s more on this machine (a 1,000-row target: bench/README.md), a table build and a
+    # refresh alike. Which repetition of a cell lands on it differs per method, and a cell of
+    # two repetitions then compares a checkpoint with none.
+    p.add_argument("--checkpoint-interval", type=int, default=1000,
+                   help="delta.checkpointInterval of every table the bench creates\n"
+                        "(10 is Delta's default; the default here keeps checkpoints\n"
+                        "out of the timed writes)")
     p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
     p.add_argument("--name", default="bench", help="file name stem of the results")
     p.add_argument("--no-charts", action="store_true")
