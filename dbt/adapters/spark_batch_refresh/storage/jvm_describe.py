@@ -1,10 +1,10 @@
 """`DESCRIBE QUERY <query>` answered by the embedded session's analyser.
 
 Every refresh that writes reads its model's output columns first (the schema check before a
-write). As a statement, DESCRIBE QUERY runs a command that analyses the query again and ships
-its rows through a collect: 0.032-0.036 s on a five-column aggregate over a Delta table pinned
-with VERSION AS OF, where the query's own analysed schema costs 0.012 s (scratch session,
-medians of 30; docs/decisions.md, session 35). The query is wrapped in `SELECT * FROM (...)`
+write). As a statement (a command, whose rows are then collected) DESCRIBE QUERY took
+0.032-0.036 s on a five-column aggregate over a Delta table pinned with VERSION AS OF, the
+query's own analysed schema 0.012 s (scratch session, medians of 30; docs/decisions.md,
+session 35). The query is wrapped in `SELECT * FROM (...)`
 so that only a query can be analysed here: `sql()` runs a command eagerly, and a command must
 never run in place of its description.
 
