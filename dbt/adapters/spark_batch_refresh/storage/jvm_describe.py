@@ -4,9 +4,9 @@ Every refresh that writes reads its model's output columns first (the schema che
 write). As a statement (a command, whose rows are then collected) DESCRIBE QUERY took
 0.032-0.036 s on a five-column aggregate over a Delta table pinned with VERSION AS OF, the
 query's own analysed schema 0.012 s (scratch session, medians of 30; docs/decisions.md,
-session 35). The query is wrapped in `SELECT * FROM (...)`
-so that only a query can be analysed here: `sql()` runs a command eagerly, and a command must
-never run in place of its description.
+session 35). The query is wrapped in `SELECT * FROM (...)` so that only a query can be
+analysed here: `sql()` runs a command eagerly, and a command must never run in place of its
+description.
 
 Each column costs a few round trips to the JVM, so a wide model (over MAX_COLUMNS) is left to
 the SQL, as is anything this path cannot answer exactly as SQL would (an error of any kind):
@@ -21,8 +21,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 _STATEMENT = re.compile(r"\s*DESCRIBE\s+QUERY\s+(?P<query>\S.*)", re.IGNORECASE | re.DOTALL)
-# Past this many columns the per-column round trips (about 0.6 ms each) cost what the
-# statement costs.
+# Each column is a few py4j round trips (the field, its name, type and comment): a wide
+# model's would cost what the statement costs.
 MAX_COLUMNS = 24
 
 
