@@ -59,9 +59,10 @@ def main(rounds: int) -> None:
     def timed(sql: str) -> float:
         started = time.monotonic()
         if sql.startswith(JVM):
-            read = history_read(sql[len(JVM):])
+            statement = sql[len(JVM):]
+            read = history_read(statement)
             assert (read_history(spark, read) if read is not None
-                    else read_describe(spark, describe_read(sql[len(JVM):]) or "")) is not None
+                    else read_describe(spark, describe_read(statement) or "")) is not None
         else:
             spark.sql(sql).collect()
         return time.monotonic() - started

@@ -317,8 +317,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument("--driver-memory", default="8g")
     # Delta writes a checkpoint with every 10th commit of a table, which costs that commit
     # 0.6-1.2 s more on this machine (a 1,000-row target: bench/README.md), a table build and a
-    # refresh alike. Which repetition of a cell lands on it differs per method, and a cell of
-    # two repetitions then compares a checkpoint with none.
+    # refresh alike. The bench's targets reach a tenth version in the same round, so a cell's
+    # median of two repetitions averages a checkpoint with a plain commit, and the checkpoint's
+    # cost varies by table.
     p.add_argument("--checkpoint-interval", type=int, default=1000,
                    help="delta.checkpointInterval of every table the bench creates\n"
                         "(10 is Delta's default; the default here keeps checkpoints\n"
