@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from dbt.adapters.spark_batch_refresh.engine.run_result import TRACE_ENV
+
 from tests.functional.helpers import (
     assert_contract,
     run_fails,
@@ -70,7 +72,7 @@ class TestChangesOnlyReplay:
                 "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN,
                 "rj.sql": RIGHT_JOIN, "fj.sql": FULL_JOIN}
 
-    def test_netting_and_duplicate_guard(self, project):
+    def test_netting_and_duplicate_guard(self, project, monkeypatch, tmp_path):
         src = f"{project.test_schema}.src"
         project.run_sql(f"create table {src} (id int, grp int, v int) using delta "
                         f"tblproperties (delta.enableChangeDataFeed = true)")
@@ -150,6 +152,28 @@ class TestChangesOnlyReplay:
         responses = by_model(run_ok(["run", "--select", "rw"]))
         assert responses["rw"]["action"] == "replay", responses
         assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 1)
+        last = rows(project, f"describe history {project.test_schema}.rw limit 1")[0]
+        assert last["operation"] == "WRITE", last["operation"]
+        assert_contract(project, "rw")
+
+        # Every new key above the target's key ceiling (its largest key, carried from the
+        # backfill through each replay's commit; plan/key_top.py): no unchanged row can hold
+        # it, so the REPLACE WHERE reads no target row for the check (on main it did). Key 9
+        # above was below the ceiling, and was checked and refused.
+        trace = tmp_path / "trace.tsv"
+        monkeypatch.setenv(TRACE_ENV, str(trace))
+        project.run_sql(f"insert into {src} values (300, 1, 300)")
+        project.run_sql(f"update {src} set v = 72 where id = 7")
+        responses = by_model(run_ok(["run", "--select", "rw"]))
+        assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 1)
+        writes = [line for line in trace.read_text().splitlines() if "REPLACE WHERE" in line]
+        # (the check is a LEFT JOIN of the target, sqlgen.replace_where)
+        assert len(writes) == 1 and "LEFT JOIN" not in writes[0], writes
+        assert_contract(project, "rw")
+        # new keys alone, above the ceiling: a blind INSERT, not the insert-only MERGE
+        project.run_sql(f"insert into {src} values (400, 1, 400), (401, 2, -1)")
+        responses = by_model(run_ok(["run", "--select", "rw"]))
+        assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 0)
         last = rows(project, f"describe history {project.test_schema}.rw limit 1")[0]
         assert last["operation"] == "WRITE", last["operation"]
         assert_contract(project, "rw")

@@ -120,3 +120,13 @@ def test_run_values_leave_the_fingerprint_alone():
     assert sa.fingerprint(sa.analyze(one), {}) != sa.fingerprint(sa.analyze(two), {})
     edited = one.replace("raw.a", "raw.b")
     assert sa.fingerprint(sa.analyze(edited), {}, ("2026-11-25 18:30:00.123456+00:00",)) != first
+
+
+def test_new_keys_above_the_ceiling_are_inserted_blind():
+    def write(**kw):
+        return choose_write(Strategy.ROWWISE, keyed=True, rows=kw.pop("rows", 5),
+                            replaceable=False, in_place=False, **kw)
+    assert write(chunks=1, unseen=True) is Write.INSERT_NEW
+    assert write(chunks=1, unseen=False) is Write.MERGE
+    assert write(chunks=2, unseen=True) is Write.MERGE  # chunks merge by key
+    assert write(chunks=1, unseen=True, rows=0) is Write.MARKER

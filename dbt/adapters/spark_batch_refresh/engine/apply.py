@@ -110,7 +110,7 @@ class Applier:
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
             in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged),
-            partial=staged.partial)
+            partial=staged.partial, unseen=unseen(staged))
 
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, write: Write) -> Dict[str, int]:
@@ -133,6 +133,10 @@ class Applier:
             return self._append(req, commit, cols)
         if write is Write.MARKER:
             return self._marker(req.target, cols)
+        if write is Write.INSERT_NEW:
+            # Keys above the target's ceiling: no row to match or guard (plan/key_top.py).
+            self._run(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
+            return {"rows_inserted": staged.rows}
         if write is Write.REPLACE_WHERE:
             return self._replace(req, config, staged, columns)
         return self._merge(req, config, staged, commit, columns,
@@ -148,7 +152,8 @@ class Applier:
         are listed (a changes-only staging is netted; a whole-keys one is compared with the
         target first, _changed_keys), so no unchanged row is rewritten. A new row on the key of an
         unchanged target row would silently replace it: the statement itself fails on it, as
-        the MERGE does (sqlgen.replace_where's `new_range`)."""
+        the MERGE does (sqlgen.replace_where's `new_range`), unless every new key lies above
+        the target's key ceiling (plan/key_top.py)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
         keys = staged.replace_keys  # a whole-keys staging's: always read by guard()
@@ -159,7 +164,8 @@ class Applier:
         if not keys:  # every recomputed row came out as the target has it
             return self._marker(req.target, ", ".join(sqlgen.q(c) for c in columns))
         literals = [sqlgen.typed_lit(str(k), staged.key_type) for k in keys]
-        guarded = staged.new_rows > 0 and not staged.whole_keys
+        # New keys above the target's key ceiling cannot collide: no read of the target.
+        guarded = staged.new_rows > 0 and not staged.whole_keys and not staged.new_keys_unseen
         with _refusing_collisions(req, config, "the target was not touched"):
             self._run(sqlgen.replace_where(
                 req.target, staged.source, config.unique_key[0], literals, columns,
@@ -212,7 +218,7 @@ class Applier:
         staging is in its write (sqlgen.replace_where, merge_staging)."""
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
                              replaceable=replaceable(staged, 1), in_place=False,
-                             partial=staged.partial)
+                             partial=staged.partial, unseen=unseen(staged))
         if write is Write.REPLACE_WHERE and staged.whole_keys:
             self._changed_keys(req, config, staged)
 
@@ -280,6 +286,14 @@ def replaceable(staged: Staged, chunks: int) -> bool:
     if staged.whole_keys:
         return staged.rows <= WHOLE_KEYS_REPLACE_MAX
     return staged.from_changes and staged.new_rows < staged.rows
+
+
+def unseen(staged: Staged) -> bool:
+    """A changes-only staging of new keys alone (no update, no tombstone), every one above
+    the target's key ceiling: none can match a target row, so a blind INSERT applies it
+    exactly, without the MERGE's read of the target (plan/key_top.py)."""
+    return (staged.from_changes and not staged.partial and 0 < staged.rows == staged.new_rows
+            and staged.tombstones == 0 and staged.new_keys_unseen)
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from dbt.adapters.spark_batch_refresh.plan.gaps import Gap, classify
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
 from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
+from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, ceiling_after
 from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, plan_run, rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
@@ -97,7 +98,16 @@ class _Run:
             change_rows=plan.change_rows, null_key=self.null_key,
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
-            cost=self.memory, rule=self.strategy if plan.action == REPLAY else None)
+            cost=self.memory, rule=self.strategy if plan.action == REPLAY else None,
+            key_top=self.key_top())
+
+    def key_top(self) -> Optional[KeyTop]:
+        """The target's key ceiling after this refresh's write (plan/key_top.py)."""
+        staged = self.staged
+        if staged is None or self.strategy is Strategy.OVERWRITE:
+            return None  # an overwrite stages nothing to take it from
+        whole = self.strategy in (Strategy.BACKFILL, Strategy.FULL)
+        return ceiling_after(whole, staged.top_key, staged.top, staged.target_top)
 
 
 class _InferredKeyNull(Exception):
@@ -321,6 +331,8 @@ class Refresher:
         run.staged = self._stager.stage_plan(
             run.req, config, run.analysis, run.plan, run.columns, run.view, plan_id=run.run_id,
             refresh=run.refresh, previous_plan=run.log.last.plan_id if run.log.last else None)
+        if run.plan.action == REPLAY and run.log.last is not None:
+            run.staged.target_top = run.log.last.key_top  # the target as the replay finds it
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
         run.result.strategy = run.strategy.value

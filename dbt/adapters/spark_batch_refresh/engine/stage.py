@@ -19,6 +19,7 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, key_type, make_top
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     NETTED, REPLAY_RULES, Strategy, delta_upkeep, intermediate_upkeep)
@@ -60,6 +61,19 @@ class Staged:
     # Of a whole-keys staging: the rows inserted / updated / deleted by replacing its keys
     # whose row differs from the target's (read with replace_keys before the write).
     replace_counts: Optional[Mapping[str, int]] = None
+    # A single-column key of a comparable type: the largest key of a staged row, and the
+    # target's key ceiling before this write (from its newest refresh commit, set by the
+    # executor); with the text of the smallest new key, whether the new-key check can be
+    # proved without reading the target (plan/key_top.py).
+    top_key: Optional[KeyType] = None  # None: the key has no ceiling (plan/key_top.py)
+    top: Optional[KeyTop] = None  # None with a top_type: no staged row
+    target_top: Optional[KeyTop] = None
+    new_floor: Optional[str] = None
+
+    @property
+    def new_keys_unseen(self) -> bool:
+        """Every new key lies above every key the target holds: none can collide."""
+        return above(self.target_top, self.top_key, self.new_floor)
 
     @property
     def whole_keys(self) -> bool:
@@ -247,12 +261,24 @@ class Stager:
         NULL key, which only the model itself can tell: asked only when such a tombstone
         exists, since merging it would delete that row's group from the target."""
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
-        ranged = bounds and key_types.get(config.unique_key[0].lower()) in _RANGE_TYPES
+        first_type = key_types.get(config.unique_key[0].lower())
+        ranged = bounds and first_type in _RANGE_TYPES
+        top_key = (key_type(config.unique_key[0], first_type)
+                   if len(config.unique_key) == 1 and first_type in _RANGE_TYPES else None)
         quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
-                                                 staged.from_changes))[0]
+                                                 staged.from_changes,
+                                                 top=top_key is not None))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
+        if top_key is not None:
+            staged.top_key = top_key
+            if quality.get("key_top") is not None:
+                staged.top = make_top(top_key, str(quality["key_top"]))
+                if staged.top is None:  # a text the ceiling cannot hold (a long string)
+                    staged.top_key = None
+        if quality.get("new_min") is not None:
+            staged.new_floor = str(quality["new_min"])
         if ranged and quality.get("key_min") is not None:
             kind = key_types[config.unique_key[0].lower()]
             staged.key_type = kind if len(config.unique_key) == 1 else None

@@ -85,6 +85,8 @@ class Write(_Named):
     REPLACE_WHERE = "replace_where"  # INSERT INTO ... REPLACE WHERE key IN (literals)
     INSERT_OVERWRITE = "insert_overwrite"  # the whole target rewritten
     APPEND = "append"  # INSERT INTO of the model over inserted change rows
+    # INSERT INTO of staged rows whose keys are all above the target's key ceiling
+    INSERT_NEW = "insert_new"
     MARKER = "marker"  # an empty INSERT: nothing changed, the refresh is still recorded
 
 
@@ -124,11 +126,14 @@ def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collectio
 
 
 def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
-                 replaceable: bool, in_place: bool, partial: bool = False) -> Write:
+                 replaceable: bool, in_place: bool, partial: bool = False,
+                 unseen: bool = False) -> Write:
     """The write of a staged refresh. `replaceable`: a changes-only staging REPLACE WHERE can
     take (apply.replaceable); `in_place`: a backfill of a keyed Delta target whose columns
     stay (merged as a difference, so downstream change feeds carry only real changes);
-    `partial`: an intermediate staged for its touched partitions only (rows and tombstones)."""
+    `partial`: an intermediate staged for its touched partitions only (rows and tombstones);
+    `unseen`: a changes-only staging of new rows alone, every key above the target's key
+    ceiling (apply.unseen: nothing to match, so a blind INSERT)."""
     if strategy is Strategy.BACKFILL:
         return Write.MERGE_ALL if in_place else Write.CREATE
     if strategy is Strategy.OVERWRITE:
@@ -144,6 +149,8 @@ def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
     replays = strategy in REPLAY_RULES
     if replays and rows == 0 and chunks == 1:
         return Write.MARKER
+    if replays and unseen and chunks == 1:
+        return Write.INSERT_NEW
     if replays and replaceable:
         return Write.REPLACE_WHERE
     return Write.MERGE_ALL if strategy is Strategy.FULL else Write.MERGE

@@ -127,15 +127,18 @@ def _staging_by_key(columns: Sequence[str], unique_key: Sequence[str]) -> str:
 
 
 def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False,
-                from_changes: bool = False) -> str:
+                from_changes: bool = False, top: bool = False) -> str:
     """Row, distinct-key, NULL-key and tombstone counts of staging in one scan; with
     `key_range`, also the min and max of its first key column as text; with `from_changes`
     (a staging that marks keys with an old row), the count of new keys, and with `key_range`
-    their min and max (the target files the new-key check must read)."""
+    their min and max (the target files the new-key check must read); with `top`, the largest
+    key of a present row as text (the target's key ceiling, plan/key_top.py)."""
     aliases = key_aliases(unique_key)
     null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
     bounds = (f", CAST(min({aliases[0]}) AS STRING) AS key_min, "
               f"CAST(max({aliases[0]}) AS STRING) AS key_max" if key_range else "")
+    if top:
+        bounds += f", CAST(max(CASE WHEN {PRESENT} THEN {aliases[0]} END) AS STRING) AS key_top"
     if from_changes:
         new = f"{PRESENT} AND {HAD_OLD} IS NULL"
         bounds += f", coalesce(sum(CASE WHEN {new} THEN 1 ELSE 0 END), 0) AS new_rows"

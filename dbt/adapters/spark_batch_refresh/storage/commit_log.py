@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
+from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
@@ -85,6 +86,8 @@ class RefreshCommit:
     estimate_s: Optional[float] = None
     cost: CostMemory = field(default_factory=CostMemory)
     rule: Optional[Strategy] = None  # a replay's rule (Plan.rule)
+    # An upper bound of the target's key after this commit (plan/key_top.py; None: unknown).
+    key_top: Optional[KeyTop] = None
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -125,6 +128,7 @@ class RefreshCommit:
             "change_rows": self.change_rows, "estimate_s": self.estimate_s,
             "prep_s": self.prep_s, "null_key": self.null_key,
             "cost": self.cost.to_json(), "strategy": self.strategy.value,
+            "key_top": self.key_top.to_json() if self.key_top else None,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -157,7 +161,7 @@ class RefreshCommit:
             null_key=bool(data.get("null_key")),
             change_rows=_int(data.get("change_rows")),
             estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
-            rule=_rule(data.get("strategy")),
+            rule=_rule(data.get("strategy")), key_top=KeyTop.from_json(data.get("key_top")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=metrics if isinstance(metrics, Mapping) else {},
         )

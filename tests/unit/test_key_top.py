@@ -1,0 +1,72 @@
+"""The target's key ceiling (plan/key_top.py): what proves a new key cannot collide."""
+
+from dataclasses import replace
+
+from dbt.adapters.spark_batch_refresh.plan.key_top import (
+    MAX_TEXT, KeyTop, above, ceiling_after, key_type, make_top, raised)
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
+
+from tests.unit.test_commit_log import COMMIT, _entry
+
+ID = key_type("ID", "BIGINT")
+
+
+def top(value: str, key=ID) -> KeyTop:
+    made = make_top(key, value)
+    assert made is not None
+    return made
+
+
+def test_only_types_whose_text_orders_as_spark_orders_them() -> None:
+    assert ID is not None and ID.column == "id" and ID.sql_type == "bigint"
+    assert key_type("d", "date") is not None and key_type("s", "string") is not None
+    for other in ("double", "decimal(10,2)", "timestamp", "string collate UTF8_LCASE",
+                  "struct<a:int>", None):
+        assert key_type("k", other) is None
+    assert make_top(ID, "12x") is None
+    assert make_top(key_type("d", "date"), "+10000-01-01") is None
+    assert make_top(key_type("s", "string"), "x" * (MAX_TEXT + 1)) is None
+
+
+def test_integers_compare_by_value_not_text() -> None:
+    assert above(top("99"), ID, "100")  # "99" > "100" as text
+    assert not above(top("100"), ID, "100")  # equal may collide
+    assert not above(top("100"), ID, "-5")
+    assert raised(top("99"), top("100")) == top("100")
+    assert raised(top("100"), top("99")) == top("100")
+
+
+def test_dates_and_strings() -> None:
+    day = key_type("d", "date")
+    assert above(top("2024-01-31", day), day, "2024-02-01")
+    text = key_type("s", "string")
+    assert above(top("order-9", text), text, "order-a")
+    assert not above(top("b", text), text, "B")  # upper case sorts first
+
+
+def test_unknown_or_other_key_proves_nothing() -> None:
+    assert not above(None, ID, "5")
+    assert not above(top("1"), None, "5")
+    assert not above(top("1"), ID, None)
+    other = key_type("order_id", "bigint")
+    assert not above(top("1"), other, "5")  # a ceiling of another column
+    assert not above(top("1"), key_type("id", "int"), "5")
+
+
+def test_a_whole_model_write_sets_it_a_replay_raises_it() -> None:
+    assert ceiling_after(True, ID, top("7"), None) == top("7")
+    assert ceiling_after(True, ID, top("7"), top("1000")) == top("7")  # rows deleted
+    assert ceiling_after(False, ID, top("7"), top("3")) == top("7")
+    assert ceiling_after(False, ID, None, top("3")) == top("3")  # only tombstones
+    assert ceiling_after(False, ID, top("7"), None) is None  # never known: stays unknown
+    assert ceiling_after(True, None, top("7"), top("3")) is None
+
+
+def test_carried_in_the_commit_metadata() -> None:
+    commit = replace(COMMIT, key_top=top("41"))
+    back = RefreshCommit.from_history(_entry(commit.to_metadata(), 9), commit.model_id)
+    assert back is not None and back.key_top == top("41")
+    plain = RefreshCommit.from_history(_entry(COMMIT.to_metadata(), 9), COMMIT.model_id)
+    assert plain is not None and plain.key_top is None
+    assert KeyTop.from_json({"column": "id", "type": "double", "max": "1.5"}) is None
+    assert KeyTop.from_json("nonsense") is None
