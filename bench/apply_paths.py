@@ -57,8 +57,9 @@ def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
                   + ("DISTRIBUTE BY id % 20" if distribution == "uniform"
                      else f"DISTRIBUTE BY floor(id * 20 / {rows}) SORT BY id"))
         top = rows
-        found: Dict[str, List[float]] = {"merge": [], "replace_where": [], "delete_insert": [],
-                                         "replace_using": []}
+        found: Dict[str, List[float]] = {
+            "merge": [], "replace_where": [], "replace_where_guarded": [], "delete_insert": [],
+            "replace_using": []}
         feed: Dict[str, str] = {}
         for r in range(rounds + 1):
             for method in found:
@@ -71,7 +72,7 @@ def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
                 stage(spark, keys, deleted, new, r)
                 version = spark.sql("DESCRIBE HISTORY t LIMIT 1").collect()[0]["version"]
                 started = time.monotonic()
-                apply(spark, method, keys + new)
+                apply(spark, method, keys + new, new)
                 seconds = time.monotonic() - started
                 if r:  # the first round warms the JIT
                     found[method].append(seconds)
@@ -90,15 +91,17 @@ def stage(spark, keys: List[int], deleted: set, new: List[int], r: int) -> None:
     values = []
     for k in keys + new:
         if k in deleted:
-            values.append(f"({k}, NULL, NULL, NULL, NULL, {k})")
+            values.append(f"({k}, NULL, NULL, NULL, NULL, true, {k})")
         else:
+            had_old = "NULL" if k in new else "true"
             values.append(f"({k}, {k % 100000}, CAST({(k + r + 1) % 997} AS DECIMAL(12,2)), "
-                          f"'open', true, {k})")
+                          f"'open', true, {had_old}, {k})")
     spark.sql("CACHE TABLE s AS SELECT * FROM VALUES " + ", ".join(values)
-              + f" AS s(id, customer_id, amount, status, {sqlgen.PRESENT}, {sqlgen.KEY_PREFIX}0)")
+              + f" AS s(id, customer_id, amount, status, {sqlgen.PRESENT}, {sqlgen.HAD_OLD}, "
+              f"{sqlgen.KEY_PREFIX}0)")
 
 
-def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyped-def]
+def apply(spark, method: str, keys: List[int], new: List[int]) -> None:  # type: ignore[no-untyped-def]
     cols = ", ".join(COLUMNS)
     in_list = ", ".join(str(k) for k in sorted(keys))
     if method == "merge":
@@ -107,6 +110,10 @@ def apply(spark, method: str, keys: List[int]) -> None:  # type: ignore[no-untyp
     elif method == "replace_where":  # as the replay writes it: the key list and its range
         spark.sql(sqlgen.replace_where("t", "s", "id", [str(k) for k in sorted(keys)], COLUMNS,
                                        (str(min(keys)), str(max(keys))))).collect()
+    elif method == "replace_where_guarded":  # with the new-key check a replay's write carries
+        spark.sql(sqlgen.replace_where("t", "s", "id", [str(k) for k in sorted(keys)], COLUMNS,
+                                       (str(min(keys)), str(max(keys))),
+                                       new_range=(str(min(new)), str(max(new))))).collect()
     elif method == "replace_using":
         # a DataFrame write does not cast to the table's types as INSERT does
         (spark.sql("SELECT CAST(id AS BIGINT) id, CAST(customer_id AS BIGINT) customer_id, "
