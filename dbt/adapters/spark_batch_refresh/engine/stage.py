@@ -275,7 +275,7 @@ class Stager:
             staged.top_key = top_key
             if quality.get("key_top") is not None:
                 staged.top = make_top(top_key, str(quality["key_top"]))
-                if staged.top is None:  # a text the ceiling cannot hold (a long string)
+                if staged.top is None:  # a date outside four-digit years
                     staged.top_key = None
         if quality.get("new_min") is not None:
             staged.new_floor = str(quality["new_min"])

@@ -23,12 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 # Types whose text form orders as Spark orders the values: integers by value, ISO dates
-# (four-digit years) and strings by code point, which is UTF-8 byte order (Spark's binary
-# comparison of a string without a collation).
+# (four-digit years) as text. Not strings: their usual keys (UUIDs, hashes) do not grow at the
+# top, and a string that is not valid UTF-8 could order differently once decoded here.
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-# Longer string keys are not carried in every commit's metadata.
-MAX_TEXT = 256
 
 
 @dataclass(frozen=True)
@@ -61,7 +59,7 @@ def key_type(column: str, sql_type: Any) -> Optional[KeyType]:
     if not isinstance(sql_type, str):
         return None
     kind = sql_type.lower()
-    if kind not in _INTEGERS and kind not in ("date", "string"):
+    if kind not in _INTEGERS and kind != "date":
         return None
     return KeyType(column.lower(), kind)
 
@@ -77,10 +75,7 @@ def make_top(key: KeyType, value: Any) -> Optional[KeyTop]:
             int(value)
         except ValueError:
             return None
-    elif kind == "date":
-        if not _ISO_DATE.fullmatch(value):
-            return None
-    elif len(value) > MAX_TEXT:
+    elif not _ISO_DATE.fullmatch(value):
         return None
     return KeyTop(key, value)
 
