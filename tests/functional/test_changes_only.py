@@ -177,3 +177,75 @@ class TestChangesOnlyReplay:
         last = rows(project, f"describe history {project.test_schema}.rw limit 1")[0]
         assert last["operation"] == "WRITE", last["operation"]
         assert_contract(project, "rw")
+
+
+EVENTS = """
+{{{{ config(materialized='batch_refresh', unique_key='id', refresh_mode='{mode}') }}}}
+select id, v * 2 as v2 from {{{{ source('raw', 'ev') }}}} where v >= 0
+"""
+
+
+class TestInlineCheckedAppend:
+    """Inserts alone upstream (blind appends) whose keys lie above the target's key ceiling:
+    one INSERT of the model over the inserted change rows, the key checks inline; a key at or
+    below the ceiling goes to the staged path and its checks (plan/key_top.py)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": sources_yml("ev"), "ev_rows.sql": EVENTS.format(mode="overwrite")}
+
+    def test_appends_and_the_ceiling_of_an_overwrite(self, project, monkeypatch, tmp_path):
+        from dbt.tests.util import write_file
+
+        from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
+        from dbt.adapters.spark_batch_refresh.storage.jvm_commit_stats import inserted_key_max
+
+        ev, target = f"{project.test_schema}.ev", f"{project.test_schema}.ev_rows"
+        project.run_sql(f"create table {ev} (id bigint, v int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {ev} select id, cast(id % 7 - 1 as int) from range(30)")
+        run_ok(["run"])  # backfill
+        project.run_sql(f"update {ev} set v = 3 where id = 7")
+        assert by_model(run_ok(["run"]))["ev_rows"]["action"] == "overwrite"
+        # the overwrite's inserted keys, from its file statistics, as the change feed has them
+        version = table_version(project, target)
+        by_sql = rows(project, f"select cast(max(id) as string) as m from table_changes("
+                               f"'{target}', {version}, {version}) where _change_type = 'insert'")
+        assert inserted_key_max(EmbeddedSpark._base, target, version, "ID") == by_sql[0]["m"]
+        write_file(EVENTS.format(mode="incremental"), project.project_root, "models",
+                   "ev_rows.sql")
+
+        trace = tmp_path / "trace.tsv"
+        monkeypatch.setenv(TRACE_ENV, str(trace))
+
+        def statements() -> list:
+            found = trace.read_text().splitlines() if trace.exists() else []
+            trace.write_text("")
+            return found
+
+        for batch in ("(30, 5), (31, -1), (32, 0)", "(40, 2)"):
+            project.run_sql(f"insert into {ev} values {batch}")
+            response = by_model(run_ok(["run"]))["ev_rows"]
+            assert (response["action"], response["staged_from"]) == ("replay", "changes")
+            ran = statements()
+            assert not any("CACHE TABLE" in s for s in ran), ran  # on main: staged and cached
+            assert sum("INSERT INTO" in s for s in ran) == 1, ran
+            assert_contract(project, "ev_rows")
+        assert (response["rows_inserted"], response["staged_rows"]) == (1, 1), response
+
+        # a new key below the ceiling (no row holds it): checked against the target, written
+        project.run_sql(f"delete from {ev} where id = 12")
+        run_ok(["run"])
+        statements()
+        project.run_sql(f"insert into {ev} values (12, 4)")
+        response = by_model(run_ok(["run"]))["ev_rows"]
+        assert response["rows_inserted"] == 1, response
+        assert any("CACHE TABLE" in s for s in statements())
+        assert_contract(project, "ev_rows")
+
+        # the key of an unchanged row: refused by the staged path's check, target untouched
+        before = table_version(project, target)
+        project.run_sql(f"insert into {ev} values (3, 6)")
+        output = run_fails(["run"])
+        assert "ev_rows" in output and "unique_key (id) is not unique" in output, output
+        assert table_version(project, target) == before

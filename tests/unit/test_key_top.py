@@ -67,3 +67,44 @@ def test_carried_in_the_commit_metadata() -> None:
     assert plain is not None and plain.key_top is None
     assert KeyTop.from_json({"column": "id", "type": "double", "max": "1.5"}) is None
     assert KeyTop.from_json("nonsense") is None
+
+
+def test_the_keys_a_commit_inserted_from_its_file_statistics() -> None:
+    import json
+
+    from dbt.adapters.spark_batch_refresh.storage.jvm_commit_stats import added_max
+
+    def add(stats, **extra) -> str:
+        return json.dumps({"add": {"path": "p", "dataChange": True,
+                                   "stats": json.dumps(stats) if stats is not None else None,
+                                   **extra}})
+
+    def file(top, records=3, nulls=0):
+        return {"numRecords": records, "minValues": {"Id": 0}, "maxValues": {"Id": top},
+                "nullCount": {"Id": nulls}}
+
+    info = json.dumps({"commitInfo": {"operation": "WRITE"}})
+    assert added_max("\n".join([info, add(file(7)), add(file(12)), add(file(9))]), "id") == "12"
+    assert added_max("\n".join([info, add(file("2024-02-01")), add(file("2024-01-31"))]),
+                     "id") == "2024-02-01"
+    # no row, or only NULLs, in a file: nothing to bound
+    empty = {"numRecords": 2, "maxValues": {}, "nullCount": {"id": 2}}
+    assert added_max("\n".join([add(empty), add(file(5))]), "id") == "5"
+    # anything not told exactly: unknown
+    assert added_max(info, "id") is None  # nothing added
+    assert added_max(add(None), "id") is None  # no statistics
+    assert added_max(add({"numRecords": 2, "maxValues": {"v": 1}}), "id") is None
+    assert added_max("\n".join([add(file(5)), json.dumps({"cdc": {"path": "c"}})]), "id") is None
+    assert added_max(add(file(5), deletionVector={"storageType": "u"}), "id") is None
+    assert added_max(add(file(5), dataChange=False), "id") is None
+    assert added_max("\n".join([add(file(5)), add(file("2024-01-01"))]), "id") is None
+
+
+def test_an_overwrite_or_inline_append_ceiling_is_read_back() -> None:
+    from dbt.adapters.spark_batch_refresh.plan.key_top import with_inserted
+
+    assert with_inserted(None, ID, "40") == top("40")  # an overwrite: its rows are the table
+    assert with_inserted(top("50"), ID, "40") == top("50")  # an append below the old ceiling
+    assert with_inserted(top("30"), ID, "40") == top("40")
+    assert with_inserted(top("30"), ID, None) is None  # not readable
+    assert with_inserted(top("30", key_type("other", "bigint")), ID, "40") is None

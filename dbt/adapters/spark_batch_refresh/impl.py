@@ -36,6 +36,7 @@ from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
+from dbt.adapters.spark_batch_refresh.storage.jvm_commit_stats import inserted_key_max
 from dbt.adapters.spark_batch_refresh.storage.jvm_describe import describe_read, read_describe
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
 from dbt.adapters.spark_batch_refresh.storage.jvm_views import read_views, views_read
@@ -129,7 +130,15 @@ class SparkBatchRefreshAdapter(SparkAdapter):
 
     def _refresher(self) -> Refresher:
         self._use_endpoint()
-        return Refresher(self._fetch_dicts, self._run_sql, self._recorder, self._histories)
+        embedded = self.config.credentials.method == ConnectionMethod.SESSION
+        return Refresher(self._fetch_dicts, self._run_sql, self._recorder, self._histories,
+                         inserted_key_max=self._inserted_key_max if embedded else None)
+
+    def _inserted_key_max(self, target: str, version: int, column: str) -> Optional[str]:
+        """The largest key a target commit inserted, from its files' statistics (the
+        embedded session's Delta log; storage/jvm_commit_stats.py)."""
+        session = self._embedded_session()
+        return inserted_key_max(session, target, version, column) if session is not None else None
 
     def _use_endpoint(self) -> None:
         """This target's Spark is the one whose clock (and time zone) times are compared on

@@ -110,7 +110,7 @@ class Applier:
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
             in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged),
-            partial=staged.partial, unseen=unseen(staged))
+            partial=staged.partial, unseen=unseen(staged), inline=staged.inline)
 
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, write: Write) -> Dict[str, int]:
@@ -133,6 +133,11 @@ class Applier:
             return self._append(req, commit, cols)
         if write is Write.MARKER:
             return self._marker(req.target, cols)
+        if write is Write.INSERT_CHECKED:
+            rows = self._fetch(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
+            if rows and rows[0].get("num_inserted_rows") is not None:
+                return {"rows_inserted": int(rows[0]["num_inserted_rows"])}
+            return {}  # counted from the commit's metrics
         if write is Write.INSERT_NEW:
             # Keys above the target's ceiling: no row to match or guard (plan/key_top.py).
             self._run(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
@@ -218,7 +223,8 @@ class Applier:
         staging is in its write (sqlgen.replace_where, merge_staging)."""
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
                              replaceable=replaceable(staged, 1), in_place=False,
-                             partial=staged.partial, unseen=unseen(staged))
+                             partial=staged.partial, unseen=unseen(staged),
+                             inline=staged.inline)
         if write is Write.REPLACE_WHERE and staged.whole_keys:
             self._changed_keys(req, config, staged)
 

@@ -15,7 +15,7 @@ import os
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -35,7 +35,8 @@ from dbt.adapters.spark_batch_refresh.plan.gaps import Gap, classify
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait
 from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
-from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, ceiling_after
+from dbt.adapters.spark_batch_refresh.plan.key_top import (
+    KeyTop, KeyType, ceiling_after, key_type, with_inserted)
 from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, plan_run, rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
@@ -46,7 +47,8 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import (
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 from dbt.adapters.spark_batch_refresh.storage.views import ViewReader
-from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions, quote_relation
+from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.sql.rewrite import over_changes, pin_versions, quote_relation
 
 logger = AdapterLogger("SparkBatchRefresh")
 
@@ -72,6 +74,8 @@ class _Run:
     inferred_key: bool = False  # the key is inferred from the query, not configured
     null_key: bool = False  # keyless: the inferred key was found NULL (see refresh)
     committed: bool = False  # a commit of this refresh is in the target's log
+    ceiling: Optional[KeyTop] = None  # the target's key ceiling before the write (_ceiling)
+    ceiling_read: bool = False
 
     @property
     def refresh(self) -> int:
@@ -99,15 +103,37 @@ class _Run:
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None,
-            key_top=self.key_top())
+            key_top=self.key_top(), key_top_added=self.key_top_added())
 
     def key_top(self) -> Optional[KeyTop]:
-        """The target's key ceiling after this refresh's write (plan/key_top.py)."""
+        """The target's key ceiling after this refresh's write (plan/key_top.py); for a write
+        whose inserted keys are not known before it, the ceiling before it (key_top_added)."""
         staged = self.staged
         if staged is None or self.strategy is Strategy.OVERWRITE:
             return None  # an overwrite stages nothing to take it from
+        if staged.inline:
+            return staged.target_top
         whole = self.strategy in (Strategy.BACKFILL, Strategy.FULL)
         return ceiling_after(whole, staged.top_key, staged.top, staged.target_top)
+
+    def key_top_added(self) -> Optional[KeyType]:
+        """The key by which the rows this write inserts raise the ceiling, read back from its
+        commit when the next replay needs it: an overwrite's (whose rows replace the target)
+        and an inline-checked append's."""
+        if self.strategy is Strategy.OVERWRITE:
+            return self.single_key()
+        return self.staged.top_key if self.staged is not None and self.staged.inline else None
+
+    def single_key(self) -> Optional[KeyType]:
+        """The unique_key when it is one column of a type with a ceiling."""
+        if len(self.config.unique_key) != 1:
+            return None
+        types = {c.lower(): t for c, t in self.columns}
+        column = self.config.unique_key[0]
+        return key_type(column, types.get(column.lower()))
+
+
+InsertedKeyMax = Callable[[str, int, str], Optional[str]]  # (target, version, column)
 
 
 class _InferredKeyNull(Exception):
@@ -116,8 +142,12 @@ class _InferredKeyNull(Exception):
 
 class Refresher:
     def __init__(self, fetch: Fetch, run: Run, recorder: Recorder,
-                 histories: Optional[SharedHistories] = None) -> None:
+                 histories: Optional[SharedHistories] = None,
+                 inserted_key_max: Optional[InsertedKeyMax] = None) -> None:
         self._recorder = recorder  # the invocation's, written once at its end (record.py)
+        # The largest key a target commit inserted, from its file statistics: the embedded
+        # session only (storage/jvm_commit_stats.py); without it such a ceiling stays unknown.
+        self._inserted_key_max = inserted_key_max
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
         # The invocation's upstream histories, shared with the other models' refreshes.
@@ -252,8 +282,11 @@ class Refresher:
         if now is not None and run.clock is not None:
             run.prep_s = round((now - run.clock).total_seconds(), 3)
         try:
-            chunks = self._stage_with_gap(run)
-            if chunks == 1:
+            landed_inline = self._inline_append(run)
+            chunks = 1 if landed_inline is not None else self._stage_with_gap(run)
+            if landed_inline is not None:
+                landed = landed_inline
+            elif chunks == 1:
                 self._applier.guard(req, run.config, run.staged, run.strategy)
                 fail_point("before_commit")
                 landed = self._applier.commit(req, run.config, run.staged, run.commit(), result)
@@ -325,14 +358,79 @@ class Refresher:
             self._sync_result(run)
             return self._stage(run)
 
+    def _inline_append(self, run: _Run) -> Optional[RefreshCommit]:
+        """A row-wise replay of inserts alone whose keys lie above the target's key ceiling:
+        one INSERT of the model over the inserted change rows, its key checks inline (nothing
+        cached, no separate check; 0.40 s against 0.60-0.65 s staged at 100k-1M rows). None
+        where it does not apply or a row failed its checks (then the refresh stages as usual,
+        and a bad key gets its usual error)."""
+        staged = self._inline_staging(run)
+        if staged is None:
+            return None
+        run.staged = staged
+        result = run.result
+        try:
+            fail_point("during_staging")
+            fail_point("before_commit")
+            landed = self._applier.commit(run.req, run.config, staged, run.commit(), result)
+        except DbtRuntimeError as exc:
+            if (isinstance(exc, BatchRefreshUserError) or (
+                    sqlgen.INLINE_CHECK_MARKER not in str(exc) and classify(str(exc)) is None)):
+                raise
+            run.staged = None  # a key to check against the target, or a change-feed gap
+            return None
+        run.committed = True
+        fail_point("after_commit")
+        result.staged_rows = result.rows_inserted
+        result.staged_from = staged.staged_from
+        result.strategy = run.strategy.value
+        return landed
+
+    def _inline_staging(self, run: _Run) -> Optional[Staged]:
+        plan, req = run.plan, run.req
+        if (self._inserted_key_max is None or plan.action != REPLAY
+                or plan.strategy is not Strategy.ROWWISE):
+            return None
+        key = run.single_key()
+        ranges = plan.ranges()
+        if key is None or len(ranges) != 1:
+            return None
+        (upstream, (start, end)), = ranges.items()
+        if not self.reader.blind_appends(upstream, start, end):
+            return None
+        ceiling = self._ceiling(run)
+        if ceiling is None:
+            return None
+        body = over_changes(req.sql, upstream, start, end, change_types=("insert",))
+        select = sqlgen.inserted_checked(body, [c for c, _ in run.columns],
+                                         run.config.unique_key[0],
+                                         sqlgen.typed_lit(ceiling.value, key.sql_type))
+        return Staged(f"(\n{select}\n) _br_i", list(run.columns), strategy=Strategy.ROWWISE,
+                      top_key=key, target_top=ceiling, inline=True)
+
+    def _ceiling(self, run: _Run) -> Optional[KeyTop]:
+        """The target's key ceiling before this replay (plan/key_top.py), from its newest
+        refresh commit; read once per refresh."""
+        if run.ceiling_read:
+            return run.ceiling
+        run.ceiling_read = True
+        last = run.log.last
+        if last is None or last.key_top_added is None:
+            run.ceiling = last.key_top if last is not None else None
+        elif self._inserted_key_max is not None and last.version >= 0:
+            inserted = self._inserted_key_max(run.req.target, last.version,
+                                              last.key_top_added.column)
+            run.ceiling = with_inserted(last.key_top, last.key_top_added, inserted)
+        return run.ceiling
+
     def _stage(self, run: _Run) -> int:
         """The chunk count the staged rows need."""
         config = run.config
         run.staged = self._stager.stage_plan(
             run.req, config, run.analysis, run.plan, run.columns, run.view, plan_id=run.run_id,
             refresh=run.refresh, previous_plan=run.log.last.plan_id if run.log.last else None)
-        if run.plan.action == REPLAY and run.log.last is not None:
-            run.staged.target_top = run.log.last.key_top  # the target as the replay finds it
+        if run.plan.action == REPLAY:
+            run.staged.target_top = self._ceiling(run)  # the target as the replay finds it
         run.result.staged_rows = run.staged.rows
         run.result.staged_from = run.staged.staged_from
         run.result.strategy = run.strategy.value

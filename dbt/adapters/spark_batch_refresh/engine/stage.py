@@ -69,6 +69,9 @@ class Staged:
     top: Optional[KeyTop] = None  # None with a top_type: no staged row
     target_top: Optional[KeyTop] = None
     new_floor: Optional[str] = None
+    # The model over inserted change rows with the key checks inline (sqlgen.inserted_checked),
+    # written as it is read: nothing cached, counted by the write.
+    inline: bool = False
 
     @property
     def new_keys_unseen(self) -> bool:

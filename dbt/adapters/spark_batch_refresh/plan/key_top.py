@@ -36,6 +36,15 @@ class KeyType:
     column: str
     sql_type: str
 
+    def to_json(self) -> Mapping[str, str]:
+        return {"column": self.column, "type": self.sql_type}
+
+    @staticmethod
+    def from_json(data: Any) -> Optional["KeyType"]:
+        if not isinstance(data, Mapping) or not isinstance(data.get("column"), str):
+            return None
+        return key_type(data["column"], data.get("type"))
+
 
 @dataclass(frozen=True)
 class KeyTop:
@@ -47,9 +56,7 @@ class KeyTop:
 
     @staticmethod
     def from_json(data: Any) -> Optional["KeyTop"]:
-        if not isinstance(data, Mapping) or not isinstance(data.get("column"), str):
-            return None
-        key = key_type(data["column"], data.get("type"))
+        key = KeyType.from_json(data)
         return make_top(key, data.get("max")) if key is not None else None
 
 
@@ -113,3 +120,16 @@ def ceiling_after(whole_model: bool, key: Optional[KeyType], staged: Optional[Ke
     if whole_model:
         return staged
     return raised(previous, staged)
+
+
+def with_inserted(base: Optional[KeyTop], key: KeyType,
+                  inserted: Optional[str]) -> Optional[KeyTop]:
+    """The ceiling after a commit that recorded `key_top_added` (an overwrite: `base` None, the
+    old rows are gone; an append checked inline: `base` the ceiling before it), given the
+    largest key it inserted (None: not known)."""
+    if inserted is None or (base is not None and base.key != key):
+        return None
+    top = make_top(key, inserted)
+    if top is None:
+        return None
+    return raised(base, top) if base is not None else top

@@ -87,6 +87,8 @@ class Write(_Named):
     APPEND = "append"  # INSERT INTO of the model over inserted change rows
     # INSERT INTO of staged rows whose keys are all above the target's key ceiling
     INSERT_NEW = "insert_new"
+    # INSERT INTO of the model over inserted change rows, its key checks inline
+    INSERT_CHECKED = "insert_checked"
     MARKER = "marker"  # an empty INSERT: nothing changed, the refresh is still recorded
 
 
@@ -127,19 +129,22 @@ def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collectio
 
 def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
                  replaceable: bool, in_place: bool, partial: bool = False,
-                 unseen: bool = False) -> Write:
+                 unseen: bool = False, inline: bool = False) -> Write:
     """The write of a staged refresh. `replaceable`: a changes-only staging REPLACE WHERE can
     take (apply.replaceable); `in_place`: a backfill of a keyed Delta target whose columns
     stay (merged as a difference, so downstream change feeds carry only real changes);
     `partial`: an intermediate staged for its touched partitions only (rows and tombstones);
     `unseen`: a changes-only staging of new rows alone, every key above the target's key
-    ceiling (apply.unseen: nothing to match, so a blind INSERT)."""
+    ceiling (apply.unseen: nothing to match, so a blind INSERT); `inline`: the model over
+    inserted change rows with the key checks in the INSERT's SELECT (Staged.inline)."""
     if strategy is Strategy.BACKFILL:
         return Write.MERGE_ALL if in_place else Write.CREATE
     if strategy is Strategy.OVERWRITE:
         return Write.INSERT_OVERWRITE
     if strategy is Strategy.APPEND:
         return Write.APPEND
+    if inline:
+        return Write.INSERT_CHECKED
     if not keyed:
         # A global aggregate's replay (its one row) or a keyless full recompute: overwriting
         # keeps the table's identity.

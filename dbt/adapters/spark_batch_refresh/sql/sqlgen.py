@@ -156,6 +156,21 @@ def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False
     )
 
 
+INLINE_CHECK_MARKER = "batch_refresh: a key to check against the target"
+
+
+def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) -> str:
+    """The rows of `body` (the model over inserted change rows) with the key checks of a
+    staging inline: each key above `ceiling` (so held by no target row: plan/key_top.py), not
+    NULL, and once. Any other row fails the statement with INLINE_CHECK_MARKER before a write
+    reading it commits, and the refresh stages and checks as usual."""
+    cols = ", ".join(q(c) for c in columns)
+    return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY "
+            f"_br_m.{q(key)}) AS _br_n FROM (\n{body}\n) _br_m\n) _br_c\n"
+            f"WHERE CASE WHEN {q(key)} > {ceiling} AND _br_n = 1 THEN true "
+            f"ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
+
+
 def null_key_rows(model_sql: str, unique_key: Sequence[str]) -> str:
     """How many rows of the model have a NULL in a key column (a filter Spark pushes down)."""
     test = " OR ".join(f"_br_m.{q(k)} IS NULL" for k in unique_key)

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
-from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop
+from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
@@ -88,6 +88,9 @@ class RefreshCommit:
     rule: Optional[Strategy] = None  # a replay's rule (Plan.rule)
     # An upper bound of the target's key after this commit (plan/key_top.py; None: unknown).
     key_top: Optional[KeyTop] = None
+    # The rows this commit inserts raise key_top (an overwrite: replace it), by a key not
+    # known when it was written: read from the commit when needed (storage/jvm_commit_stats.py).
+    key_top_added: Optional[KeyType] = None
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -129,6 +132,7 @@ class RefreshCommit:
             "prep_s": self.prep_s, "null_key": self.null_key,
             "cost": self.cost.to_json(), "strategy": self.strategy.value,
             "key_top": self.key_top.to_json() if self.key_top else None,
+            "key_top_added": self.key_top_added.to_json() if self.key_top_added else None,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -162,6 +166,7 @@ class RefreshCommit:
             change_rows=_int(data.get("change_rows")),
             estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
             rule=_rule(data.get("strategy")), key_top=KeyTop.from_json(data.get("key_top")),
+            key_top_added=KeyType.from_json(data.get("key_top_added")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=metrics if isinstance(metrics, Mapping) else {},
         )

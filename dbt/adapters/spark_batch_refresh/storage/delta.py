@@ -211,6 +211,14 @@ class DeltaReader:
                  for r in recent if start <= int(r["version"]) <= end]
         return window_rows(found, end - start + 1)
 
+    def blind_appends(self, upstream: str, start: int, end: int) -> bool:
+        """Whether each of `upstream`'s commits start..end is a blind append (files added, none
+        removed or read: its change feed holds inserts alone), as the history latest_point
+        read says; False for a commit it did not read."""
+        recent = {int(r["version"]): r for r in self._recent.get(upstream, [])}
+        return start <= end and all(recent.get(v, {}).get("isBlindAppend") is True
+                                    for v in range(start, end + 1))
+
     def moved_rows(self, consumed: Mapping[str, int],
                    latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
         """Change rows of every upstream that moved past its consumed version (cost.py)."""

@@ -96,7 +96,7 @@ class _Handles:
 
 
 @lru_cache(maxsize=4)
-def _handles(jvm: Any) -> _Handles:
+def handles(jvm: Any) -> _Handles:
     delta = jvm.org.apache.spark.sql.delta
     option = jvm.scala.Option
     return _Handles(
@@ -112,7 +112,7 @@ def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any
     """The newest `read.limit` commits as DESCRIBE HISTORY's rows (timestamps as the session's
     wall clock, as the SQL path returns them), or None where only SQL can answer."""
     try:
-        java = _handles(session._jvm)
+        java = handles(session._jvm)
         ident = java.identifier(read.table, java.option(read.database))
         catalog = session._jsparkSession.sessionState().catalog()
         if catalog.isTempView(ident):
