@@ -9,9 +9,11 @@ new key can collide, and the write needs no read of the target.
 
 The bound is carried forward in each refresh's commit metadata: a refresh that writes the
 whole model (backfill, full recompute) sets it to the staging's largest key; a replay raises it
-to its staged keys' largest; anything else (an overwrite, which stages nothing, or a key that
-is not one column of a type compared the same way here and in Spark) forgets it, and the next
-replay reads the target as before. Deleting rows never invalidates an upper bound, and a
+to its staged keys' largest; a write that cannot know its keys before its commit (an overwrite,
+an append checked inline) records `key_top_added`, and the next replay reads the keys it
+inserted from that commit (storage/jvm_commit_stats.py); anything else (a key that is not one
+column of a type compared the same way here and in Spark, a commit that cannot be read) leaves
+it unknown, and the next replay reads the target as before. Deleting rows never invalidates an upper bound, and a
 commit from outside batch_refresh makes the next refresh a rebuild (preflight.py), so the
 bound read from the newest refresh commit holds for the target a replay writes.
 """
