@@ -399,7 +399,7 @@ class Refresher:
         if not self.reader.blind_appends(upstream, start, end):
             return None
         ceiling = self._ceiling(run)
-        if ceiling is None:
+        if ceiling is None or ceiling.key != key:
             return None
         body = over_changes(req.sql, upstream, start, end, change_types=("insert",))
         select = sqlgen.inserted_checked(body, [c for c, _ in run.columns],
