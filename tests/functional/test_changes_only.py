@@ -223,8 +223,11 @@ class TestInlineCheckedAppend:
             trace.write_text("")
             return found
 
-        for batch in ("(30, 5), (31, -1), (32, 0)", "(40, 2)"):
-            project.run_sql(f"insert into {ev} values {batch}")
+        # a blind append, then an insert-only MERGE (Delta does not call it blind)
+        for change in (f"insert into {ev} values (30, 5), (31, -1), (32, 0)",
+                       f"merge into {ev} t using (select 40L as id, 2 as v) s on t.id = s.id "
+                       f"when not matched then insert *"):
+            project.run_sql(change)
             response = by_model(run_ok(["run"]))["ev_rows"]
             assert (response["action"], response["staged_from"]) == ("replay", "changes")
             ran = statements()

@@ -108,3 +108,20 @@ def test_an_overwrite_or_inline_append_ceiling_is_read_back() -> None:
     assert with_inserted(top("30"), ID, "40") == top("40")
     assert with_inserted(top("30"), ID, None) is None  # not readable
     assert with_inserted(top("30", key_type("other", "bigint")), ID, "40") is None
+
+
+def test_which_upstream_commits_hold_inserts_alone() -> None:
+    from dbt.adapters.spark_batch_refresh.storage.delta import inserts_only
+
+    zero = {"numTargetRowsUpdated": "0", "numTargetRowsDeleted": "0", "numTargetRowsCopied": "0",
+            "numTargetFilesRemoved": "0", "numTargetDeletionVectorsAdded": "0",
+            "numTargetRowsInserted": "5"}
+    assert inserts_only({"operation": "WRITE", "isBlindAppend": True})
+    assert inserts_only({"operation": "MERGE", "isBlindAppend": False, "operationMetrics": zero})
+    for name in ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsCopied",
+                 "numTargetFilesRemoved", "numTargetDeletionVectorsAdded"):
+        assert not inserts_only({"operation": "MERGE", "operationMetrics": {**zero, name: "1"}})
+        assert not inserts_only({"operation": "MERGE", "operationMetrics": {
+            k: v for k, v in zero.items() if k != name}})  # a server that does not say
+    assert not inserts_only({"operation": "WRITE", "isBlindAppend": False})
+    assert not inserts_only({"operation": "DELETE", "operationMetrics": zero})

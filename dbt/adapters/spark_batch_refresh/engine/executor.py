@@ -396,7 +396,7 @@ class Refresher:
         if key is None or len(ranges) != 1:
             return None
         (upstream, (start, end)), = ranges.items()
-        if not self.reader.blind_appends(upstream, start, end):
+        if not self.reader.inserts_only(upstream, start, end):
             return None
         ceiling = self._ceiling(run)
         if ceiling is None or ceiling.key != key:

@@ -211,12 +211,12 @@ class DeltaReader:
                  for r in recent if start <= int(r["version"]) <= end]
         return window_rows(found, end - start + 1)
 
-    def blind_appends(self, upstream: str, start: int, end: int) -> bool:
-        """Whether each of `upstream`'s commits start..end is a blind append (files added, none
-        removed or read: its change feed holds inserts alone), as the history latest_point
-        read says; False for a commit it did not read."""
+    def inserts_only(self, upstream: str, start: int, end: int) -> bool:
+        """Whether `upstream`'s change feed over versions start..end holds inserts alone, as the
+        history latest_point read says of each commit (inserts_only); False for a commit it
+        did not read."""
         recent = {int(r["version"]): r for r in self._recent.get(upstream, [])}
-        return start <= end and all(recent.get(v, {}).get("isBlindAppend") is True
+        return start <= end and all(v in recent and inserts_only(recent[v])
                                     for v in range(start, end + 1))
 
     def moved_rows(self, consumed: Mapping[str, int],
@@ -285,3 +285,24 @@ class DeltaReader:
         """Output columns and types of a query, without running it."""
         rows = self._fetch(f"DESCRIBE QUERY {sql}")
         return [(r["col_name"], r["data_type"]) for r in rows]
+
+
+# A MERGE whose change feed holds inserts alone reports each of these as 0 (Delta 4.4; an
+# update under deletion vectors removes no file but adds a vector).
+_NOT_INSERTS = ("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsCopied",
+                "numTargetFilesRemoved", "numTargetDeletionVectorsAdded")
+
+
+def inserts_only(entry: Mapping[str, Any]) -> bool:
+    """Whether one history entry's commit adds only inserts to the change feed: a blind append
+    (files added, none removed), or a MERGE that inserted and did nothing else (an insert-only
+    `WHEN NOT MATCHED THEN INSERT`, which Delta does not call blind: it reads the table)."""
+    if entry.get("isBlindAppend") is True:
+        return True
+    if str(entry.get("operation") or "").upper() != "MERGE":
+        return False
+    metrics = props_dict(entry.get("operationMetrics"))
+    try:
+        return all(int(metrics[name]) == 0 for name in _NOT_INSERTS)
+    except (KeyError, TypeError, ValueError):
+        return False
