@@ -15,24 +15,18 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from dbt.adapters.spark_batch_refresh.storage.jvm_history import handles, name_parts
-
-_SESSION_CATALOG = "spark_catalog"
+from dbt.adapters.spark_batch_refresh.storage.jvm_history import handles, session_table
 
 
 def inserted_key_max(session: Any, relation: str, version: int, column: str) -> Optional[str]:
     """The largest `column` value the commit `version` of `relation` inserted, as Spark casts
     it to text (an integer, or a date as YYYY-MM-DD); None when it cannot be told exactly."""
-    parts = name_parts(relation)
-    if parts is None or not 1 <= len(parts) <= 3:
+    named = session_table(relation)
+    if named is None:
         return None
-    if len(parts) == 3:
-        if parts[0].lower() != _SESSION_CATALOG:
-            return None
-        parts = parts[1:]
     try:
         java = handles(session._jvm)
-        ident = java.identifier(parts[-1], java.option(parts[0] if len(parts) == 2 else None))
+        ident = java.identifier(named[1], java.option(named[0]))
         catalog = session._jsparkSession.sessionState().catalog()
         if catalog.isTempView(ident):
             return None

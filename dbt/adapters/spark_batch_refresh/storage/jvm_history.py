@@ -46,17 +46,23 @@ def history_read(sql: str) -> Optional[HistoryRead]:
     """The table and limit of a `DESCRIBE HISTORY <relation> LIMIT <n>` statement (a plain or
     backquoted one- to three-part name in the session catalog); None for any other statement."""
     found = _STATEMENT.fullmatch(sql)
-    if found is None:
+    named = session_table(found.group("relation")) if found is not None else None
+    if found is None or named is None:
         return None
-    parts = name_parts(found.group("relation"))
+    return HistoryRead(named[0], named[1], int(found.group("limit")))
+
+
+def session_table(relation: str) -> Optional[tuple[Optional[str], str]]:
+    """(database or None, table) of a plain or backquoted one- to three-part name in the
+    session catalog; None for any other name."""
+    parts = name_parts(relation)
     if parts is None or not 1 <= len(parts) <= 3:
         return None
     if len(parts) == 3:
         if parts[0].lower() != _SESSION_CATALOG:
             return None
         parts = parts[1:]
-    database = parts[0] if len(parts) == 2 else None
-    return HistoryRead(database, parts[-1], int(found.group("limit")))
+    return (parts[0] if len(parts) == 2 else None), parts[-1]
 
 
 def name_parts(relation: str) -> Optional[List[str]]:
