@@ -66,7 +66,7 @@ class Staged:
     # executor); with the text of the smallest new key, whether the new-key check can be
     # proved without reading the target (plan/key_top.py).
     top_key: Optional[KeyType] = None  # None: the key has no ceiling (plan/key_top.py)
-    top: Optional[KeyTop] = None  # None with a top_type: no staged row
+    top: Optional[KeyTop] = None  # None with a top_key: no staged row
     target_top: Optional[KeyTop] = None
     new_floor: Optional[str] = None
     # The model over inserted change rows with the key checks inline (sqlgen.inserted_checked),
