@@ -266,3 +266,21 @@ def test_an_affected_key_replay_is_priced_by_its_key_queries():
     large = CostMemory().add("overwrite", Sample(5.2, 100_000))
     assert choose(large, 10_000, None, key_queries=2).strategy == "overwrite"
     assert choose(large, 10_000, None, key_queries=1).strategy == "replay"
+
+
+def test_a_replay_of_inserts_alone_is_priced_apart():
+    from dbt.adapters.spark_batch_refresh.plan.cost import (
+        INSERTS, CostMemory, Sample, choose, replay_estimate)
+
+    memory = (CostMemory().add("overwrite", Sample(0.6, 1000))
+              .add("replay", Sample(1.8, 1000)).add("replay", Sample(2.0, 100_000)))
+    # a replay of updates costs its measured seconds: the overwrite wins
+    assert choose(memory, 1000, None).strategy == "overwrite"
+    # one checked INSERT of inserts alone: its default, not the updates' measurements
+    seconds, basis = replay_estimate(memory, 1000, inserts=True)
+    assert seconds < 0.6 and basis == "default"
+    assert choose(memory, 1000, None, inserts=True).strategy == "replay"
+    # and once measured, its own samples (not the updates')
+    measured = memory.add(INSERTS, Sample(0.9, 1000)).add(INSERTS, Sample(0.9, 1000))
+    assert replay_estimate(measured, 1000, inserts=True) == (0.9, "measured")
+    assert choose(measured, 1000, None, inserts=True).strategy == "overwrite"

@@ -125,3 +125,31 @@ def test_which_upstream_commits_hold_inserts_alone() -> None:
             k: v for k, v in zero.items() if k != name}})  # a server that does not say
     assert not inserts_only({"operation": "WRITE", "isBlindAppend": False})
     assert not inserts_only({"operation": "DELETE", "operationMetrics": zero})
+
+
+def test_planning_knows_a_replay_would_be_one_checked_insert() -> None:
+    from dbt.adapters.spark_batch_refresh.engine.executor import Refresher
+    from dbt.adapters.spark_batch_refresh.engine.record import Recorder
+    from dbt.adapters.spark_batch_refresh.plan.config import parse_config
+    from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint
+    from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
+    from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
+
+    def refresher(embedded: bool, inserts: bool) -> Refresher:
+        r = Refresher(lambda sql: [], lambda sql: None, Recorder(),
+                      inserted_key_max=(lambda t, v, c: None) if embedded else None)
+        r.reader.inserts_only = lambda u, start, end: inserts and (start, end) == (4, 6)
+        return r
+
+    config = parse_config("m", {"unique_key": "id"})
+    rowwise = analyze("select id, v from raw.ev where v > 0", ["id"])
+    state = ModelState("f", {"raw.ev": UpstreamPoint(3, None)}, "idle", None)
+    latest = {"raw.ev": UpstreamPoint(6, None)}
+    log = TargetLog(replace(COMMIT, key_top=top("9")))
+    assert refresher(True, True)._inserts_replay(config, rowwise, log, state, latest)
+    assert not refresher(False, True)._inserts_replay(config, rowwise, log, state, latest)
+    assert not refresher(True, False)._inserts_replay(config, rowwise, log, state, latest)
+    assert not refresher(True, True)._inserts_replay(config, rowwise, TargetLog(COMMIT), state,
+                                                     latest)  # no ceiling
+    agg = analyze("select id, count(*) as n from raw.ev group by id", ["id"])
+    assert not refresher(True, True)._inserts_replay(config, agg, log, state, latest)

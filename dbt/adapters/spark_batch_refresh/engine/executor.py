@@ -222,7 +222,8 @@ class Refresher:
             state=state, latest=latest, target_exists=req.target_kind == "delta",
             full_refresh=req.full_refresh, force=req.force, now=now, memory=memory,
             change_rows=self._change_rows(state, latest),
-            by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural")
+            by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural",
+            inserts=self._inserts_replay(config, analysis, log, state, latest))
         if recreated and not req.full_refresh:
             pinned = {u: p for u, p in latest.items() if p is not None}
             plan = rebuild_or_fail(req.model, config, replace(plan, pinned=pinned), changed=(
@@ -235,6 +236,27 @@ class Refresher:
                    null_key=keyless)
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
+
+    def _inserts_replay(self, config: BatchRefreshConfig, analysis: sa.Analysis, log: TargetLog,
+                        state: Optional[ModelState],
+                        latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
+        """Whether a replay now would likely be one checked INSERT (`_inline_append`): the
+        embedded session, a row-wise model with one key column that has a ceiling in the
+        target's newest refresh commit, one upstream moved by inserts alone. For the cost
+        estimate only: the write itself checks again."""
+        last = log.last
+        if (self._inserted_key_max is None or not analysis.rowwise or state is None
+                or len(config.unique_key) != 1 or last is None):
+            return False
+        key = config.unique_key[0].lower()
+        known = last.key_top_added or (last.key_top.key if last.key_top else None)
+        if known is None or known.column != key:
+            return False
+        moved = [(u, state.consumed[u].version, p.version) for u, p in latest.items()
+                 if p is not None and u in state.consumed
+                 and p.version > state.consumed[u].version]
+        return len(moved) == 1 and self.reader.inserts_only(moved[0][0], moved[0][1] + 1,
+                                                            moved[0][2])
 
     def _change_rows(self, state: Optional[ModelState],
                      latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:

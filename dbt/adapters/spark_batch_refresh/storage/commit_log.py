@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
-from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory, remember
+from dbt.adapters.spark_batch_refresh.plan.cost import INSERTS, CostMemory, remember
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
@@ -190,7 +190,9 @@ class RefreshCommit:
         seconds = self.seconds()
         if self.action == BACKFILL and seconds is not None and self.prep_s is not None:
             seconds = max(0.0, seconds - self.prep_s)
-        return remember(self.cost, self.action, seconds, rows)
+        # an inline-checked append is the one replay that records key_top_added
+        action = INSERTS if self.action == REPLAY and self.key_top_added else self.action
+        return remember(self.cost, action, seconds, rows)
 
     def output_rows(self) -> Optional[int]:
         """Rows a rewrite (backfill, overwrite) wrote, from its commit metrics."""
