@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Optional, Union
 
-from dbt.adapters.spark_batch_refresh.storage.jvm_history import handles, session_table
+from dbt.adapters.spark_batch_refresh.storage.jvm_history import delta_log, handles, session_table
 
 
 def inserted_key_max(session: Any, relation: str, version: int, column: str) -> Optional[str]:
@@ -26,11 +26,9 @@ def inserted_key_max(session: Any, relation: str, version: int, column: str) -> 
         return None
     try:
         java = handles(session._jvm)
-        ident = java.identifier(named[1], java.option(named[0]))
-        catalog = session._jsparkSession.sessionState().catalog()
-        if catalog.isTempView(ident):
+        log = delta_log(session, java, *named)
+        if log is None:
             return None
-        log = java.for_table(session._jsparkSession, catalog.getTableMetadata(ident))
         snapshot = log.update(False, java.none, java.none)
         if not 0 <= version <= snapshot.version():
             return None

@@ -119,21 +119,28 @@ def read_history(session: Any, read: HistoryRead) -> Optional[List[Dict[str, Any
     wall clock, as the SQL path returns them), or None where only SQL can answer."""
     try:
         java = handles(session._jvm)
-        ident = java.identifier(read.table, java.option(read.database))
-        catalog = session._jsparkSession.sessionState().catalog()
-        if catalog.isTempView(ident):
-            return None  # SQL resolves a temporary view first
-        table = catalog.getTableMetadata(ident)  # a missing table raises: SQL says so
-        if table.tableType().name() == "VIEW":
-            return None
-        log = java.for_table(session._jsparkSession, table)
-        if not log.tableExists():
+        log = delta_log(session, java, read.database, read.table)
+        if log is None:
             return None
         texts = _newest_commits(java, log, read.limit)
         zone = session_zone(session.conf.get("spark.sql.session.timeZone", None))
     except Exception:  # noqa: BLE001 - anything unexpected: let SQL answer (and fail) as always
         return None
     return [_row(row, zone) for row in _monotonic([json.loads(text) for text in texts])][::-1]
+
+
+def delta_log(session: Any, java: _Handles, database: Optional[str], table: str) -> Any:
+    """The DeltaLog of a session-catalog table, or None for a temporary view (SQL resolves one
+    first), a view or a table that is not Delta; a missing table raises (SQL says so)."""
+    ident = java.identifier(table, java.option(database))
+    catalog = session._jsparkSession.sessionState().catalog()
+    if catalog.isTempView(ident):
+        return None
+    metadata = catalog.getTableMetadata(ident)
+    if metadata.tableType().name() == "VIEW":
+        return None
+    log = java.for_table(session._jsparkSession, metadata)
+    return log if log.tableExists() else None
 
 
 def _newest_commits(java: _Handles, log: Any, limit: int) -> List[str]:
