@@ -38,7 +38,7 @@ STATUSES = ["new", "paid", "shipped", "cancelled"]
 BASE_TS = datetime.datetime(2024, 1, 1)
 
 Row = Dict[str, Any]
-Op = Tuple[str, Row]  # ('I' | 'U' | 'D', row)
+Op = Tuple[str, Row]  # ('I' | 'U' | 'D', row); 'A': an insert written as a blind INSERT
 
 
 def sql_literal(value: Any, kind: str) -> str:
@@ -64,6 +64,14 @@ def insert_sql(schema: str, table: str, rows: Sequence[Row]) -> str:
     values = ",\n  ".join(
         "(" + ", ".join(sql_literal(r.get(c), k) for c, k in columns) + ")" for r in rows)
     return f"insert into {schema}.{table} values\n  {values}"
+
+
+def commit_sql(schema: str, table: str, ops: Dict[int, Op]) -> str:
+    """The one statement (one Delta commit) of a batch's operations on one table: a blind
+    `INSERT` when they are appends ('A'), which Delta records as a blind append, else a MERGE."""
+    if ops and all(op == "A" for op, _ in ops.values()):
+        return insert_sql(schema, table, [ops[key][1] for key in sorted(ops)])
+    return merge_sql(schema, table, ops)
 
 
 def merge_sql(schema: str, table: str, ops: Dict[int, Op]) -> str:
@@ -223,9 +231,11 @@ class Data:
         elif self.step == 2:
             kind = "large"  # about 30% of the rows of the tables it changes
         else:
-            kind = r.choices(["empty", "small", "large"], weights=[1, 6, 3])[0]
+            kind = r.choices(["empty", "small", "large", "append"], weights=[1, 6, 3, 3])[0]
         if kind == "empty":
             return kind, []
+        if kind == "append":
+            return kind, self.appends()
         if self.step == 1:
             tables = list(SCHEMA)
         elif kind == "large":
@@ -262,11 +272,29 @@ class Data:
                     commits.append((table, again))
         return kind, commits
 
+    def appends(self) -> List[Tuple[str, Dict[int, Op]]]:
+        """Commits that only insert, as event and order tables grow: a blind INSERT or an
+        insert-only MERGE (the idempotent `WHEN NOT MATCHED THEN INSERT`) of new ids, sometimes
+        an id deleted earlier coming back (below the largest), sometimes two commits. A replay
+        of such commits alone may take the checked-INSERT path (issue 34)."""
+        r = self.rng
+        commits: List[Tuple[str, Dict[int, Op]]] = []
+        for table in r.sample(list(SCHEMA), r.randint(1, 2)):
+            for _ in range(2 if r.random() < 0.3 else 1):
+                op = "A" if r.random() < 0.5 else "I"
+                ops: Dict[int, Op] = {}
+                for _ in range(r.randint(1, 5)):
+                    key = self.new_key(table, ops)
+                    ops[key] = (op, self.row(table, key))
+                self.apply(table, ops)
+                commits.append((table, ops))
+        return commits
+
     def second_commit(self, table: str, first: Dict[int, Op], before: Dict[int, Row]) -> Dict[int, Op]:
         ops: Dict[int, Op] = {}
         for key in self.rng.sample(sorted(first), min(len(first), self.rng.randint(1, 4))):
             op, _ = first[key]
-            if op == "I" and key in self.tables[table]:
+            if op in ("I", "A") and key in self.tables[table]:
                 ops[key] = self.rng.choice([("D", {"id": key}),
                                             ("U", self.updated(table, self.tables[table][key]))])
             elif op == "U" and key in before:

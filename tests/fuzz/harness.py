@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional
 
 from dbt.tests.util import run_dbt
 
-from tests.fuzz.data import SCHEMA, Data, merge_sql
+from tests.fuzz.data import SCHEMA, Data, commit_sql
 from tests.fuzz.generator import Model, generate, model_name
 from tests.fuzz.generator import twin_name as twin
 from tests.functional.helpers import compiled_sql, rows, sources_yml
@@ -125,7 +125,7 @@ class FuzzRun:
         self.dbt_and_check(0, "backfill")
         for step in range(1, self.settings.steps + 1):
             kind, commits = self.data.batch()
-            statements = [merge_sql(PLACEHOLDER, t, ops) for t, ops in commits]
+            statements = [commit_sql(PLACEHOLDER, t, ops) for t, ops in commits]
             self.steps.append({"step": step, "kind": kind, "sql": statements,
                                "changed": [[t, len(ops)] for t, ops in commits]})
             self.execute(statements)

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import replace
 from typing import List
 
-from tests.fuzz.data import Data, merge_sql
+from tests.fuzz.data import Data, commit_sql
 from tests.fuzz.generator import Model, generate, model_name
 
 
@@ -97,7 +97,7 @@ def main(argv: List[str]) -> int:
         for step in range(1, steps + 1):
             kind, commits = data.batch()
             for table, ops in commits:
-                spark.sql(merge_sql(schema, table, ops))
+                spark.sql(commit_sql(schema, table, ops))
             problems += check_models(spark, schema, models, f"seed {seed} step {step} ({kind})", broken)
         print(f"seed {seed}: {len(models)} models, {len(broken)} with problems", flush=True)
     for line in problems:

@@ -34,3 +34,21 @@ def test_seeded_and_parseable():
 def test_avoid_known_redraws():
     models = generate(11, 40, avoid_known=True)
     assert not [m.name for m in models if any(f.startswith("KNOWN_") for f in m.features)]
+
+
+def test_append_batches_only_insert():
+    """An `append` batch's commits insert new rows only: blind INSERTs ('A') or insert-only
+    MERGEs, as event tables grow (the replays of such commits may be one checked INSERT)."""
+    from tests.fuzz.data import Data, commit_sql
+
+    data = Data(3)
+    kinds = [data.batch()[0] for _ in range(2)]
+    before = {t: set(rows) for t, rows in data.tables.items()}
+    forms = set()
+    for _ in range(5):
+        for table, ops in data.appends():
+            assert {op for op, _ in ops.values()} <= {"A", "I"}
+            assert not set(ops) & before[table]  # a new id, or one deleted earlier
+            before[table] |= set(ops)
+            forms.add(commit_sql("s", table, ops).split()[0])
+    assert kinds == ["small", "large"] and forms == {"insert", "merge"}

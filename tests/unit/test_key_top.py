@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 from dbt.adapters.spark_batch_refresh.plan.key_top import (
-    KeyTop, above, ceiling_after, key_type, make_top, raised)
+    KeyTop, above, ceiling_after, key_type, make_top, raised, single_key)
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
 
 from tests.unit.test_commit_log import COMMIT, _entry
@@ -25,6 +25,15 @@ def test_only_types_whose_text_orders_as_spark_orders_them() -> None:
         assert key_type("k", other) is None
     assert make_top(ID, "12x") is None
     assert make_top(key_type("d", "date"), "+10000-01-01") is None
+
+
+def test_a_single_key_column_found_by_name_in_any_case() -> None:
+    columns = [("ID", "bigint"), ("name", "string"), ("day", "date")]
+    assert single_key(["id"], columns) == ID
+    assert single_key(["Day"], columns) == key_type("day", "date")
+    assert single_key(["name"], columns) is None  # no ceiling for strings
+    assert single_key(["id", "day"], columns) is None  # compound
+    assert single_key(["missing"], columns) is None
 
 
 def test_integers_compare_by_value_not_text() -> None:

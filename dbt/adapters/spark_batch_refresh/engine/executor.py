@@ -15,7 +15,7 @@ import os
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Callable, List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -36,7 +36,7 @@ from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, Lease
 from dbt.adapters.spark_batch_refresh.engine.preflight import Preflight
 from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.key_top import (
-    KeyTop, KeyType, ceiling_after, key_type, with_inserted)
+    KeyTop, KeyType, ceiling_after, single_key, with_inserted)
 from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, plan_run, rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
@@ -125,12 +125,7 @@ class _Run:
         return self.staged.top_key if self.staged is not None and self.staged.inline else None
 
     def single_key(self) -> Optional[KeyType]:
-        """The unique_key when it is one column of a type with a ceiling."""
-        if len(self.config.unique_key) != 1:
-            return None
-        types = {c.lower(): t for c, t in self.columns}
-        column = self.config.unique_key[0]
-        return key_type(column, types.get(column.lower()))
+        return single_key(self.config.unique_key, self.columns)
 
 
 InsertedKeyMax = Callable[[str, int, str], Optional[str]]  # (target, version, column)
@@ -245,18 +240,23 @@ class Refresher:
         target's newest refresh commit, one upstream moved by inserts alone. For the cost
         estimate only: the write itself checks again."""
         last = log.last
-        if (self._inserted_key_max is None or not analysis.rowwise or state is None
-                or len(config.unique_key) != 1 or last is None):
+        if not analysis.rowwise or state is None or len(config.unique_key) != 1 or last is None:
             return False
-        key = config.unique_key[0].lower()
         known = last.key_top_added or (last.key_top.key if last.key_top else None)
-        if known is None or known.column != key:
+        if known is None or known.column != config.unique_key[0].lower():
             return False
-        moved = [(u, state.consumed[u].version, p.version) for u, p in latest.items()
-                 if p is not None and u in state.consumed
-                 and p.version > state.consumed[u].version]
-        return len(moved) == 1 and self.reader.inserts_only(moved[0][0], moved[0][1] + 1,
-                                                            moved[0][2])
+        return self._inserts_alone({u: (state.consumed[u].version + 1, p.version)
+                                    for u, p in latest.items()
+                                    if p is not None and u in state.consumed
+                                    and p.version > state.consumed[u].version})
+
+    def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
+        """Whether the change to replay is one upstream's commits that hold inserts alone, and
+        this session can read the ceiling such a replay needs (`_inline_append`)."""
+        if self._inserted_key_max is None or len(ranges) != 1:
+            return False
+        (upstream, (start, end)), = ranges.items()
+        return self.reader.inserts_only(upstream, start, end)
 
     def _change_rows(self, state: Optional[ModelState],
                      latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
@@ -310,10 +310,7 @@ class Refresher:
                 landed = landed_inline
             elif chunks == 1:
                 self._applier.guard(req, run.config, run.staged, run.strategy)
-                fail_point("before_commit")
-                landed = self._applier.commit(req, run.config, run.staged, run.commit(), result)
-                run.committed = True
-                fail_point("after_commit")
+                landed = self._commit(run)
             else:
                 chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
                                        waiter)
@@ -393,33 +390,36 @@ class Refresher:
         result = run.result
         try:
             fail_point("during_staging")
-            fail_point("before_commit")
-            landed = self._applier.commit(run.req, run.config, staged, run.commit(), result)
+            landed = self._commit(run)
         except DbtRuntimeError as exc:
             if (isinstance(exc, BatchRefreshUserError) or (
                     sqlgen.INLINE_CHECK_MARKER not in str(exc) and classify(str(exc)) is None)):
                 raise
             run.staged = None  # a key to check against the target, or a change-feed gap
             return None
-        run.committed = True
-        fail_point("after_commit")
         result.staged_rows = result.rows_inserted
         result.staged_from = staged.staged_from
         result.strategy = run.strategy.value
         return landed
 
+    def _commit(self, run: _Run) -> RefreshCommit:
+        """The write of a single-chunk refresh, between the fail points crash tests stop at."""
+        assert run.staged is not None
+        fail_point("before_commit")
+        landed = self._applier.commit(run.req, run.config, run.staged, run.commit(), run.result)
+        run.committed = True
+        fail_point("after_commit")
+        return landed
+
     def _inline_staging(self, run: _Run) -> Optional[Staged]:
         plan, req = run.plan, run.req
-        if (self._inserted_key_max is None or plan.action != REPLAY
-                or plan.strategy is not Strategy.ROWWISE):
+        if plan.action != REPLAY or plan.strategy is not Strategy.ROWWISE:
             return None
         key = run.single_key()
         ranges = plan.ranges()
-        if key is None or len(ranges) != 1:
+        if key is None or not self._inserts_alone(ranges):
             return None
         (upstream, (start, end)), = ranges.items()
-        if not self.reader.inserts_only(upstream, start, end):
-            return None
         ceiling = self._ceiling(run)
         if ceiling is None or ceiling.key != key:
             return None

@@ -19,7 +19,7 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, key_type, make_top
+from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     NETTED, REPLAY_RULES, Strategy, delta_upkeep, intermediate_upkeep)
@@ -266,8 +266,7 @@ class Stager:
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         first_type = key_types.get(config.unique_key[0].lower())
         ranged = bounds and first_type in _RANGE_TYPES
-        top_key = (key_type(config.unique_key[0], first_type)
-                   if len(config.unique_key) == 1 and first_type in _RANGE_TYPES else None)
+        top_key = single_key(config.unique_key, model_columns)
         quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
                                                  staged.from_changes,
                                                  top=top_key is not None))[0]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 # Types whose text form orders as Spark orders the values: integers by value, ISO dates
 # (four-digit years) as text. Not strings: their usual keys (UUIDs, hashes) do not grow at the
@@ -71,6 +71,16 @@ def key_type(column: str, sql_type: Any) -> Optional[KeyType]:
     if kind not in _INTEGERS and kind != "date":
         return None
     return KeyType(column.lower(), kind)
+
+
+def single_key(unique_key: Sequence[str],
+               columns: Iterable[Tuple[str, str]]) -> Optional[KeyType]:
+    """The ceiling type of a unique_key of one column (`columns`: the model's names and
+    types); None for a compound key or a type without a ceiling."""
+    if len(unique_key) != 1:
+        return None
+    types = {name.lower(): sql_type for name, sql_type in columns}
+    return key_type(unique_key[0], types.get(unique_key[0].lower()))
 
 
 def make_top(key: KeyType, value: Any) -> Optional[KeyTop]:
