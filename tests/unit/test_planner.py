@@ -5,7 +5,8 @@ import pytest
 from dbt.adapters.spark_batch_refresh.sql.analysis import analyze
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint, plan_run
+from dbt.adapters.spark_batch_refresh.plan.planner import (
+    ModelState, UpstreamPoint, moved_ranges, plan_run)
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 ROWWISE = analyze("select id, v from s.t where v > 0")
@@ -171,3 +172,9 @@ def test_a_rewrite_that_fails_only_at_replay_time_is_caught_by_the_rehearsal(mon
     analysis = analyze("select id, v from s.t where v > 0", ("id",))
     assert "ValueError: bad text" in analysis.incremental_reason
     assert analysis.upstreams == ("s.t",)
+
+
+def test_moved_ranges_only_upstreams_past_their_consumed_version():
+    points = {"a": UpstreamPoint(7, T0), "b": UpstreamPoint(3, T0), "c": None,
+              "d": UpstreamPoint(9, T0)}
+    assert moved_ranges({"a": 4, "b": 3, "c": 1}, points) == {"a": (5, 7)}

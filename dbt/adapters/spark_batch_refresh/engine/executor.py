@@ -38,7 +38,8 @@ from dbt.adapters.spark_batch_refresh.plan.cost import CostMemory
 from dbt.adapters.spark_batch_refresh.plan.key_top import (
     KeyTop, KeyType, ceiling_after, single_key, with_inserted)
 from dbt.adapters.spark_batch_refresh.plan.planner import (
-    AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, plan_run, rebuild_or_fail)
+    AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, moved_ranges, plan_run,
+    rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     BACKFILL, REPLAY, SKIP, Strategy, replay_rule)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
@@ -245,10 +246,8 @@ class Refresher:
         known = last.key_top_added or (last.key_top.key if last.key_top else None)
         if known is None or known.column != config.unique_key[0].lower():
             return False
-        return self._inserts_alone({u: (state.consumed[u].version + 1, p.version)
-                                    for u, p in latest.items()
-                                    if p is not None and u in state.consumed
-                                    and p.version > state.consumed[u].version})
+        return self._inserts_alone(moved_ranges(
+            {u: p.version for u, p in state.consumed.items()}, latest))
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
         """Whether the change to replay is one upstream's commits that hold inserts alone, and

@@ -43,6 +43,14 @@ class UpstreamPoint:
         )
 
 
+def moved_ranges(consumed: Mapping[str, int],
+                 points: Mapping[str, Optional[UpstreamPoint]]) -> Dict[str, tuple[int, int]]:
+    """The change-feed version range (first, last) of each upstream whose point lies past the
+    version consumed; an upstream without a point or never consumed has none."""
+    return {u: (consumed[u] + 1, p.version) for u, p in points.items()
+            if p is not None and u in consumed and p.version > consumed[u]}
+
+
 @dataclass(frozen=True)
 class ModelState:
     """The refresh-state row of one model, as far as planning needs it."""
@@ -75,8 +83,7 @@ class Plan:
 
     def ranges(self) -> Dict[str, tuple[int, int]]:
         """The change-feed version range of each upstream that moved."""
-        return {u: (self.consumed[u].version + 1, p.version) for u, p in self.pinned.items()
-                if u in self.consumed and p.version > self.consumed[u].version}
+        return moved_ranges({u: p.version for u, p in self.consumed.items()}, self.pinned)
 
     @property
     def writes(self) -> bool:

@@ -13,7 +13,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
 from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
-from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, moved_ranges
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
@@ -223,11 +223,8 @@ class DeltaReader:
                    latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
         """Change rows of every upstream that moved past its consumed version (cost.py)."""
         total = 0
-        for upstream, point in latest.items():
-            seen = consumed.get(upstream)
-            if point is None or seen is None or point.version <= seen:
-                continue
-            rows = self.change_rows(upstream, seen + 1, point.version)
+        for upstream, (start, end) in moved_ranges(consumed, latest).items():
+            rows = self.change_rows(upstream, start, end)
             if rows is None:
                 return None
             total += rows
