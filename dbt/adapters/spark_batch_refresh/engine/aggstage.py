@@ -67,8 +67,10 @@ class SidecarUpkeep:
         types = {n: t for n, t in self._reader.describe(sql)}
         return types, agg.type_problem(types)
 
-    def build(self, agg: ad.DeltaAggregate, ctx: AggRun, pinned: Mapping[str, int]) -> None:
-        """The whole state from the upstream at the pinned versions (backfill, recompute)."""
+    def build(self, agg: ad.DeltaAggregate, ctx: AggRun, pinned: Mapping[str, int]) -> Optional[str]:
+        """The whole state from the upstream at the pinned versions (backfill, recompute,
+        overwrite). Returns the version written, as a relation to read the whole state from
+        (None when the sidecar's newest commit is not this plan's: a concurrent refresh)."""
         body = agg.state_sql(pin_versions(agg.input_sql, pinned))
         self._run(f"CREATE SCHEMA IF NOT EXISTS {ctx.schema}")
         with SessionConfs(self._run, {USER_METADATA: _metadata(ctx, agg)}):
@@ -76,6 +78,9 @@ class SidecarUpkeep:
                       "'delta.enableChangeDataFeed' = 'false', "
                       "'delta.enableDeletionVectors' = 'true') AS " + body)
         fail_point("after_sidecar")
+        written = _version_of(self._reader.history(ctx.sidecar, 1), ctx.plan_id,
+                              state_definition(agg))
+        return None if written is None else f"{ctx.sidecar} VERSION AS OF {written}"
 
     def replay(self, agg: ad.DeltaAggregate, ctx: AggRun, ranges: Mapping[str, Tuple[int, int]],
                pinned: Mapping[str, int], types: Mapping[str, str],

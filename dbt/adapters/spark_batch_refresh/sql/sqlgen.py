@@ -40,6 +40,14 @@ def staging_full(model_sql: str, unique_key: Sequence[str]) -> str:
     return f"SELECT _br_m.*, true AS {PRESENT}{extra} FROM (\n{model_sql}\n) _br_m"
 
 
+def typed(sql: str, columns: Sequence[tuple[str, str]]) -> str:
+    """`sql`'s rows as `columns` (name, Spark type): the model's own types for rows computed
+    another way (a delta aggregate's output over its state), where they create the target."""
+    cols = ", ".join(q(n) if t.lower() == "void" else f"CAST({q(n)} AS {t}) AS {q(n)}"
+                     for n, t in columns)  # a NULL literal's type is not castable to
+    return f"SELECT {cols} FROM (\n{sql}\n) _br_typed"
+
+
 def affected_keys(parts: Sequence[str], unique_key: Sequence[str]) -> str:
     """The distinct affected keys: the union of the per-scan affected-key queries."""
     cols = ", ".join(q(k) for k in unique_key)
