@@ -18,8 +18,7 @@ from tests.functional.helpers import STATE_SUFFIX, assert_contract, rows
 MODELS = {
     "sources.yml": "version: 2\nsources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n"
                    "    tables:\n      - name: src\n",
-    "by_grp.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta', "
-                  "refresh_mode=var('sidecar_mode', 'auto')) }}\n"
+    "by_grp.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                   "select grp, count(*) as n, sum(v) as total, avg(v) as mean, min(v) as lo, "
                   "max(v) as hi, sum(price) as price\n"
                   "from {{ source('raw', 'src') }} where v >= 0 group by grp\n",
@@ -35,7 +34,7 @@ MODELS = {
     # An intermediate aggregate: its GROUP BY kept in a sidecar, the rank over every group
     # recomputed from that sidecar.
     "grp_rank.sql": "{{ config(materialized='batch_refresh', unique_key='grp', "
-                    "aggregate_upkeep='delta', refresh_mode=var('sidecar_mode', 'auto')) }}\n"
+                    "aggregate_upkeep='delta') }}\n"
                     "with t as (select grp, count(*) as n, sum(v) as total, min(v) as lo "
                     "from {{ source('raw', 'src') }} where v >= 0 group by grp)\n"
                     "select grp, n, total, lo, rank() over (order by total desc, grp) as rnk "
@@ -182,24 +181,6 @@ class TestSidecar:
         sizes = rows(project, f"select n from {project.test_schema}.by_size")
         assert sixth["by_size"]["staged_rows"] == 1 < len(sizes), sizes
         assert_contract(project, "by_size")
-
-        # An overwrite rebuilds the sidecar and writes the target from it, so the replay after
-        # it advances the sidecar (it found the sidecar behind the target and recomputed).
-        picked = ["--select", "by_grp", "grp_rank"]
-        change(6)
-        over = {r.node.name: r.adapter_response for r in run_dbt(
-            ["run", *picked, "--vars", "{sidecar_mode: overwrite}"]).results}
-        assert over["by_grp"]["action"] == over["grp_rank"]["action"] == "overwrite"
-        for model in ("by_grp", "grp_rank"):
-            assert _operations(project, model)[0] == "CREATE OR REPLACE TABLE AS SELECT"
-            assert_contract(project, model)
-        change(7)
-        after = {r.node.name: r.adapter_response for r in run_dbt(["run", *picked]).results}
-        assert after["by_grp"]["staged_from"] == "aggregate"
-        assert after["grp_rank"]["staged_from"] == "intermediate"
-        for model in ("by_grp", "grp_rank"):
-            assert _operations(project, model)[0] == "MERGE"
-            assert_contract(project, model)
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])

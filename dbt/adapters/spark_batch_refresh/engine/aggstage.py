@@ -68,8 +68,8 @@ class SidecarUpkeep:
         return types, agg.type_problem(types)
 
     def build(self, agg: ad.DeltaAggregate, ctx: AggRun, pinned: Mapping[str, int]) -> Optional[str]:
-        """The whole state from the upstream at the pinned versions (backfill, recompute,
-        overwrite). Returns the version written, as a relation to read the whole state from
+        """The whole state from the upstream at the pinned versions (backfill, recompute).
+        Returns the version written, as a relation to read the whole state from
         (None when the sidecar's newest commit is not this plan's: a concurrent refresh)."""
         body = agg.state_sql(pin_versions(agg.input_sql, pinned))
         self._run(f"CREATE SCHEMA IF NOT EXISTS {ctx.schema}")

@@ -20,7 +20,7 @@ from dbt.adapters.spark_batch_refresh.storage.delta import Columns
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
-from dbt.adapters.spark_batch_refresh.plan.planner import Plan, forced_mode
+from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     NETTED, REPLAY_RULES, Strategy, delta_upkeep, intermediate_upkeep)
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
@@ -115,27 +115,22 @@ class Stager:
         persisted staging is gone), with the delta aggregate's sidecar run where the model
         keeps one."""
         strategy = plan.strategy
+        if strategy is Strategy.OVERWRITE:
+            # Written straight from the model at the pinned versions, as dbt's `table` is:
+            # nothing cached, no key check (the refreshes that apply by key check theirs).
+            # A sidecar is left behind (TPC-H: rebuilding it made an overwrite 1.4-2.7x its
+            # table; docs/decisions.md, session 38).
+            model_sql = (pin_versions(req.sql, plan.versions_to())
+                         if analysis.shape != "unparsed" else req.sql)
+            return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy)
         if strategy is Strategy.APPEND:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
         agg_run = None
-        # A forced rebuild keeps the sidecar too, so that the model replays as soon as its
-        # refresh_mode allows it again.
-        if plan.fallback_reason in (None, forced_mode(config)) and (
-                delta_upkeep(config, analysis) or intermediate_upkeep(config, analysis)):
+        if plan.fallback_reason is None and (delta_upkeep(config, analysis)
+                                             or intermediate_upkeep(config, analysis)):
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
-        if strategy is Strategy.OVERWRITE:
-            # Written straight from the model at the pinned versions, as dbt's `table` is:
-            # nothing cached, no key check (the refreshes that apply by key check theirs).
-            model_sql = (pin_versions(req.sql, plan.versions_to())
-                         if analysis.shape != "unparsed" else req.sql)
-            if agg_run is not None:
-                # A model that keeps a sidecar rebuilds it and is written from it: the next
-                # replay advances it (an overwrite that left it behind made that replay a
-                # recompute, priced as a replay), for about the scan the overwrite makes anyway.
-                model_sql = self._rebuilt_sidecar(analysis, plan, agg_run) or model_sql
-            return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
                           plan=plan, model_columns=columns, view=view, agg_run=agg_run,
                           target=req.target)
@@ -227,18 +222,6 @@ class Stager:
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
-
-    def _rebuilt_sidecar(self, analysis: sa.Analysis, plan: Plan,
-                         agg_run: AggRun) -> Optional[str]:
-        """The model over its sidecar rebuilt at the pinned versions (None: its state cannot
-        be kept exactly, or the sidecar written is not readable as this plan's)."""
-        delta = analysis.delta or analysis.intermediate
-        assert delta is not None
-        pinned = plan.versions_to()
-        if self._upkeep.state_types(delta, pinned)[1] is not None:
-            return None
-        built = self._upkeep.build(delta, agg_run, pinned)
-        return delta.model_over(built) if built is not None else None
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
                       plan: Plan, ranges: Mapping[str, tuple[int, int]],

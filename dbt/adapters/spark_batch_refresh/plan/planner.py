@@ -96,13 +96,6 @@ class Plan:
         return {u: p.version for u, p in self.pinned.items()}
 
 
-def forced_mode(config: BatchRefreshConfig) -> Optional[str]:
-    """The fallback reason of a model whose refresh_mode forces a rebuild, else None."""
-    if config.refresh_mode in ("full", "overwrite"):
-        return f"refresh_mode='{config.refresh_mode}'"
-    return None
-
-
 def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
                 non_delta: tuple[str, ...]) -> tuple[str, Optional[str]]:
     """(mode, fallback reason): how changes will be applied when the model refreshes."""
@@ -113,9 +106,8 @@ def choose_mode(model: str, config: BatchRefreshConfig, analysis: Analysis,
             + ["Fix: set unique_key to the output column(s) that identify a row (for a GROUP BY "
                "model, its group keys; or leave it unset to infer them)."],
         )
-    forced = forced_mode(config)
-    if forced is not None:
-        return "full", forced
+    if config.refresh_mode in ("full", "overwrite"):
+        return "full", f"refresh_mode='{config.refresh_mode}'"
     blocker: Optional[str] = None
     if non_delta:
         blocker = f"upstream {', '.join(non_delta)} is not a Delta table (no change feed)"
