@@ -159,9 +159,7 @@ class Stager:
             if delta is not None and agg_run is not None:
                 upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
                 if upkept is None:  # no sidecar matching the target: rebuild it, recompute now
-                    built = self._upkeep.build(delta, agg_run, pinned)
-                    if built is not None:  # the recompute reads the state, not the upstream
-                        model_sql = sqlgen.typed(delta.model_over(built), model_columns)
+                    model_sql = self._built(delta, agg_run, pinned, model_columns, model_sql)
             if upkept is None:  # recomputed: the affected groups, or an intermediate's model
                 strategy = (Strategy.AFFECTED_KEYS if strategy is Strategy.DELTA_AGGREGATE
                             else Strategy.FULL)
@@ -193,9 +191,7 @@ class Stager:
                 select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
                           if config.unique_key else sqlgen.staging_full(rows, ()))
         elif delta is not None and agg_run is not None and strategy not in REPLAY_RULES:
-            built = self._upkeep.build(delta, agg_run, pinned)
-            if built is not None:  # the model from the state just built: one scan, not two
-                model_sql = sqlgen.typed(delta.model_over(built), model_columns)
+            model_sql = self._built(delta, agg_run, pinned, model_columns, model_sql)
         if select is None and strategy is Strategy.AFFECTED_KEYS and not config.unique_key:
             select = sqlgen.staging_full(model_sql, ())  # a global aggregate, in full
         elif select is None and strategy is Strategy.AFFECTED_KEYS:
@@ -222,6 +218,15 @@ class Stager:
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
+
+    def _built(self, delta: ad.DeltaAggregate, agg_run: AggRun, pinned: Mapping[str, int],
+               model_columns: Columns, model_sql: str) -> str:
+        """Build the sidecar at the pinned versions and return the model read from it (one
+        scan of the upstream, not a second for the model), or `model_sql` when the version
+        written cannot be read as this plan's."""
+        built = self._upkeep.build(delta, agg_run, pinned)
+        return model_sql if built is None else sqlgen.typed(delta.model_over(built),
+                                                             model_columns)
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
                       plan: Plan, ranges: Mapping[str, tuple[int, int]],
