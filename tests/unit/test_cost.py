@@ -242,6 +242,13 @@ def test_explain_shows_the_next_write_and_the_last_estimate():
                           last, 4)
     assert "next write: overwrite, by cost (4 change rows waiting): replay ~9.0s measured" in text
     assert "last refresh: replay, estimated 2.0s, took 9.0s (to its commit)" in text
+    # After an overwrite of a model that keeps a sidecar, the replay is priced as its rebuild.
+    agg = analyze("select k, count(*) as n from s.t group by k")
+    behind = explain.LastRefresh("overwrite", 1.0, 3.4,
+                                 CostMemory().add("overwrite", Sample(3.4, 10)), True)
+    text = explain.render("m", BatchRefreshConfig(aggregate_upkeep="delta"), agg, info, "idle",
+                          behind, 4)
+    assert "next write: overwrite" in text and "[its sidecar rebuilt first" in text, text
     forced = explain.render("m", BatchRefreshConfig(unique_key=("id",), refresh_mode="overwrite"),
                             ROWWISE, info, "idle")
     assert "mode:       overwrite" in forced and "next write" not in forced
@@ -284,3 +291,57 @@ def test_a_replay_of_inserts_alone_is_priced_apart():
     measured = memory.add(INSERTS, Sample(0.9, 1000)).add(INSERTS, Sample(0.9, 1000))
     assert replay_estimate(measured, 1000, inserts=True) == (0.9, "measured")
     assert choose(measured, 1000, None, inserts=True).strategy == "overwrite"
+
+
+def test_a_replay_that_rebuilds_the_sidecar_is_priced_as_a_full_recompute():
+    """An overwrite writes no sidecar, so a delta-kept model's next replay rebuilds it and
+    recomputes (TPC-H SF 1, Q13: 7.8 s, priced at the 3.1 s default against a 3.4 s
+    overwrite). Priced as the full recompute it is, the overwrite wins; it stays chosen while
+    the model's replays with the sidecar in step are not clearly cheaper than an overwrite."""
+    memory = (CostMemory().add("backfill", Sample(8.0, 100)).add("overwrite", Sample(3.4, 100)))
+    assert choose(memory, 1000, None).strategy == "replay"  # the misprice
+    behind = choose(memory, 1000, None, sidecar_behind=True)
+    assert behind.strategy == "overwrite", behind.describe()
+    assert behind.describe().startswith(
+        f"replay ~{3.4 * cost.FULL_PER_OVERWRITE:.1f}s default [its sidecar rebuilt first, "
+        f"priced as a full recompute; ~{cost.REPLAY_FLOOR_S + 1000 * cost.REPLAY_ROW_S:.1f}s "
+        "default once rebuilt] (more than overwrite)"), behind.describe()
+    # A measured replay no cheaper than the overwrite: still no rebuild.
+    slow = memory.add("replay", Sample(3.3, 1000)).add("overwrite", Sample(3.4, 100))
+    assert choose(slow, 1000, None, sidecar_behind=True).strategy == "overwrite"
+    # A measured replay clearly cheaper: the rebuild is paid once, then every refresh replays
+    # (the choice flips back after an overwrite of a big change).
+    fast = (CostMemory().add("backfill", Sample(40.0, 10**7)).add("replay", Sample(2.0, 1000))
+            .add("replay", Sample(2.2, 10_000)).add("overwrite", Sample(10.0, 10**7)))
+    back = choose(fast, 1000, None, sidecar_behind=True)
+    assert back.strategy == "replay" and back.estimate_s == pytest.approx(25.0)
+    assert "(more than replays once the sidecar is rebuilt: ~2.0s each against ~10.0s)" in \
+        back.describe(), back.describe()
+
+
+def test_a_replay_that_rebuilt_its_sidecar_is_measured_as_a_full_recompute():
+    commit = RefreshCommit(
+        model_id="m", refresh=3, plan_id="p", run_id="p", action="replay", mode="incremental",
+        reason="r", fingerprint="fp", columns="c", pinned={}, consumed={}, started=T0,
+        change_rows=12, sidecar_rebuilt=True)
+    back = RefreshCommit.from_history(
+        {"userMetadata": commit.to_metadata(), "version": 4,
+         "timestamp": T0 + timedelta(seconds=7.8), "operationMetrics": {"numOutputRows": "50"}},
+        "m")
+    assert back is not None and back.sidecar_rebuilt
+    memory = back.memory_after()
+    assert memory.of("replay") == () and memory.of("full") == (Sample(7.8, 50),)
+
+
+def test_which_refreshes_leave_the_sidecar_behind():
+    from dbt.adapters.spark_batch_refresh.plan.strategy import sidecar_behind
+
+    agg = analyze("select k, count(*) as n from s.t group by k")
+    kept = parse_config("m", {"aggregate_upkeep": "delta"})
+    assert sidecar_behind(kept, agg, "overwrite", None)
+    assert sidecar_behind(kept, agg, "full", "refresh_mode='full'")  # forced: no sidecar
+    assert not sidecar_behind(kept, agg, "replay", None)
+    assert not sidecar_behind(kept, agg, "full", None)  # auto's full recompute builds it
+    assert not sidecar_behind(kept, agg, "backfill", None)
+    assert not sidecar_behind(parse_config("m", {}), agg, "overwrite", None)  # keeps none
+    assert not sidecar_behind(kept, ROWWISE, "overwrite", None)

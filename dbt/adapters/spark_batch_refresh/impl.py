@@ -22,6 +22,7 @@ from dbt.adapters.spark_batch_refresh.report import explain
 from dbt.adapters.spark_batch_refresh.report import nodes
 from dbt.adapters.spark_batch_refresh.sql.analysis import analyze, keyless_if_null
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
+from dbt.adapters.spark_batch_refresh.plan.strategy import sidecar_behind
 from dbt.adapters.spark_batch_refresh.report import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import (
     ConnectionMethod,
@@ -416,7 +417,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
                 feed = explain.props_change_feed(refresher.reader.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
         recorded = None if last is None else explain.LastRefresh(
-            last.action, last.estimate_s, last.seconds(), last.memory_after())
+            last.action, last.estimate_s, last.seconds(), last.memory_after(),
+            sidecar_behind(config, analysis, last.action, last.fallback_reason))
         waiting = None if last is None else refresher.reader.moved_rows(
             consumed, {u.name: u.latest for u in upstreams})
         return explain.render(model, config, analysis, upstreams, phase, recorded, waiting,

@@ -41,7 +41,7 @@ from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, moved_ranges, plan_run,
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    BACKFILL, REPLAY, SKIP, Strategy, replay_rule)
+    BACKFILL, REPLAY, SKIP, Strategy, replay_rule, sidecar_behind)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
@@ -104,7 +104,8 @@ class _Run:
             estimate_s=(round(plan.choice.estimate_s, 3) if plan.choice and
                         plan.choice.estimate_s is not None else None),
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None,
-            key_top=self.key_top(), key_top_added=self.key_top_added())
+            key_top=self.key_top(), key_top_added=self.key_top_added(),
+            sidecar_rebuilt=bool(self.staged and self.staged.sidecar_rebuilt))
 
     def key_top(self) -> Optional[KeyTop]:
         """The target's key ceiling after this refresh's write (plan/key_top.py); for a write
@@ -219,7 +220,9 @@ class Refresher:
             full_refresh=req.full_refresh, force=req.force, now=now, memory=memory,
             change_rows=self._change_rows(state, latest),
             by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural",
-            inserts=self._inserts_replay(config, analysis, log, state, latest))
+            inserts=self._inserts_replay(config, analysis, log, state, latest),
+            sidecar_behind=log.last is not None and sidecar_behind(
+                config, analysis, log.last.action, log.last.fallback_reason))
         if recreated and not req.full_refresh:
             pinned = {u: p for u, p in latest.items() if p is not None}
             plan = rebuild_or_fail(req.model, config, replace(plan, pinned=pinned), changed=(

@@ -22,7 +22,7 @@ from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    NETTED, REPLAY_RULES, Strategy, delta_upkeep, intermediate_upkeep)
+    NETTED, REPLAY_RULES, Strategy, keeps_sidecar)
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
     MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
@@ -72,6 +72,9 @@ class Staged:
     # The model over inserted change rows with the key checks inline (sqlgen.inserted_checked),
     # written as it is read: nothing cached, counted by the write.
     inline: bool = False
+    # A replay that found no sidecar matching the target (an overwrite left it behind) and
+    # rebuilt it: measured as the full recompute it was, not as a replay (cost.py).
+    sidecar_rebuilt: bool = False
 
     @property
     def new_keys_unseen(self) -> bool:
@@ -127,8 +130,7 @@ class Stager:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
         agg_run = None
-        if plan.fallback_reason is None and (delta_upkeep(config, analysis)
-                                             or intermediate_upkeep(config, analysis)):
+        if plan.fallback_reason is None and keeps_sidecar(config, analysis):
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
@@ -150,7 +152,7 @@ class Stager:
                 delta = None  # e.g. a double sum: recompute its groups, never drift
         ranges = plan.ranges()
         select: Optional[str] = None
-        partial = False
+        partial = rebuilt = False
         if strategy in NETTED:
             select = self._changes_only(sql, analysis, config, plan, ranges, model_columns,
                                         view, extra)
@@ -160,6 +162,7 @@ class Stager:
                 upkept = self._upkeep.replay(delta, agg_run, ranges, pinned, types, view)
                 if upkept is None:  # no sidecar matching the target: rebuild it, recompute now
                     model_sql = self._built(delta, agg_run, pinned, model_columns, model_sql)
+                    rebuilt = True
             if upkept is None:  # recomputed: the affected groups, or an intermediate's model
                 strategy = (Strategy.AFFECTED_KEYS if strategy is Strategy.DELTA_AGGREGATE
                             else Strategy.FULL)
@@ -210,7 +213,8 @@ class Stager:
         self._run(f"CACHE TABLE {view} AS\n{select}")
         columns = sqlgen.staging_columns(
             model_columns, config.unique_key, strategy in NETTED)
-        staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial)
+        staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial,
+                        sidecar_rebuilt=rebuilt)
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,
                              bounds=strategy is not Strategy.BACKFILL,

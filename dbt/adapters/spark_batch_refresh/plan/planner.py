@@ -146,6 +146,7 @@ def plan_run(
     change_rows: Optional[int] = None,
     by_cost: bool = True,
     inserts: bool = False,
+    sidecar_behind: bool = False,
 ) -> Plan:
     non_delta = tuple(sorted(u for u, p in latest.items() if p is None))
     mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -200,12 +201,12 @@ def plan_run(
                    and replay_rule(analysis, config, moved) is Strategy.AFFECTED_KEYS else 1)
     return _by_cost(Plan(action, f"upstream moved: {summary}", mode, pinned=pinned,
                          consumed=consumed, fallback_reason=fallback),
-                    config, memory, change_rows, by_cost, key_queries, inserts)
+                    config, memory, change_rows, by_cost, key_queries, inserts, sidecar_behind)
 
 
 def _by_cost(plan: Plan, config: BatchRefreshConfig, memory: CostMemory,
              change_rows: Optional[int], by_cost: bool, key_queries: int = 1,
-             inserts: bool = False) -> Plan:
+             inserts: bool = False, sidecar_behind: bool = False) -> Plan:
     """The structural plan's write chosen by refresh_mode: `overwrite` always rewrites;
     `auto` takes the cheapest estimate (cost.py); `incremental` and `full` keep their action."""
     if config.refresh_mode == "overwrite":
@@ -213,7 +214,7 @@ def _by_cost(plan: Plan, config: BatchRefreshConfig, memory: CostMemory,
     if config.refresh_mode != "auto" or not by_cost:
         return replace(plan, change_rows=change_rows)
     blocker = None if plan.action == REPLAY else (plan.fallback_reason or plan.reason)
-    choice = choose(memory, change_rows, blocker, key_queries, inserts)
+    choice = choose(memory, change_rows, blocker, key_queries, inserts, sidecar_behind)
     mode = "incremental" if choice.strategy == REPLAY else "full"
     rows = "unknown" if change_rows is None else f"{change_rows:,}"
     return replace(plan, action=choice.strategy, mode=mode, choice=choice, change_rows=change_rows,

@@ -103,6 +103,21 @@ def intermediate_upkeep(config: BatchRefreshConfig, analysis: Analysis) -> bool:
     return analysis.intermediate is not None and config.aggregate_upkeep == "delta"
 
 
+def keeps_sidecar(config: BatchRefreshConfig, analysis: Analysis) -> bool:
+    """Whether the model's replays read a sidecar kept in step with the target."""
+    return delta_upkeep(config, analysis) or intermediate_upkeep(config, analysis)
+
+
+def sidecar_behind(config: BatchRefreshConfig, analysis: Analysis, last_action: Optional[str],
+                   last_fallback: Optional[str]) -> bool:
+    """Whether the target's newest refresh left the model's sidecar behind: an overwrite, or a
+    refresh that recomputed in full for a reason other than cost (a forced refresh_mode), writes
+    no sidecar, so the next replay rebuilds it first (engine/stage.py)."""
+    if last_action is None or not keeps_sidecar(config, analysis):
+        return False
+    return last_action == OVERWRITE or (last_action != REPLAY and last_fallback is not None)
+
+
 def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collection[str],
                 columns: Optional[Sequence[Tuple[str, str]]] = None) -> Strategy:
     """The replay rule for a run in which `moved` upstreams changed.

@@ -59,6 +59,8 @@ class LastRefresh:
     estimate_s: Optional[float]
     seconds: Optional[float]
     memory: cost.CostMemory
+    # the model keeps a sidecar this refresh left behind (strategy.sidecar_behind)
+    sidecar_behind: bool = False
 
 
 _RULE_WORDS = {
@@ -211,7 +213,7 @@ def _cost_lines(config: BatchRefreshConfig, mode: str, fallback: Optional[str],
         memory = last.memory if last is not None else cost.CostMemory()
         choice = cost.choose(memory, change_rows,
                              None if mode == "incremental" else (fallback or "cannot replay"),
-                             key_queries)
+                             key_queries, sidecar_behind=last is not None and last.sidecar_behind)
         rows = "unknown" if change_rows is None else f"{change_rows:,}"
         lines.append(f"  next write: {choice.strategy}, by cost ({rows} change rows waiting): "
                      f"{choice.describe()}")

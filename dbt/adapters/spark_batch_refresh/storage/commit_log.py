@@ -19,7 +19,7 @@ from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.plan.cost import INSERTS, CostMemory, remember
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
-from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, REPLAY, Strategy
+from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
 
@@ -91,6 +91,9 @@ class RefreshCommit:
     # The rows this commit inserts raise key_top (an overwrite: replace it), by a key not
     # known when it was written: read from the commit when needed (storage/jvm_commit_stats.py).
     key_top_added: Optional[KeyType] = None
+    # A replay that rebuilt the sidecar an overwrite left behind (engine/stage.py): measured
+    # as a full recompute.
+    sidecar_rebuilt: bool = False
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -133,6 +136,7 @@ class RefreshCommit:
             "cost": self.cost.to_json(), "strategy": self.strategy.value,
             "key_top": self.key_top.to_json() if self.key_top else None,
             "key_top_added": self.key_top_added.to_json() if self.key_top_added else None,
+            "sidecar_rebuilt": self.sidecar_rebuilt or None,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -167,6 +171,7 @@ class RefreshCommit:
             estimate_s=_float(data.get("estimate_s")), cost=CostMemory.from_json(data.get("cost")),
             rule=_rule(data.get("strategy")), key_top=KeyTop.from_json(data.get("key_top")),
             key_top_added=KeyType.from_json(data.get("key_top_added")),
+            sidecar_rebuilt=bool(data.get("sidecar_rebuilt")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=metrics if isinstance(metrics, Mapping) else {},
         )
@@ -186,12 +191,14 @@ class RefreshCommit:
         in its first metadata reads (bench, 1M rows: a 5.9 s backfill of which 3.4 s went to
         the state, history and DETAIL reads; 0.7-1.0 s for the same model later in the run),
         a guess that kept such a model replaying at 6x its table."""
-        rows = self.change_rows if self.action == REPLAY else self.output_rows()
+        # an inline-checked append is the one replay that records key_top_added; a replay
+        # that rebuilt its sidecar recomputed the model as a full recompute does
+        action = (INSERTS if self.action == REPLAY and self.key_top_added
+                  else FULL if self.action == REPLAY and self.sidecar_rebuilt else self.action)
+        rows = self.change_rows if action in (REPLAY, INSERTS) else self.output_rows()
         seconds = self.seconds()
         if self.action == BACKFILL and seconds is not None and self.prep_s is not None:
             seconds = max(0.0, seconds - self.prep_s)
-        # an inline-checked append is the one replay that records key_top_added
-        action = INSERTS if self.action == REPLAY and self.key_top_added else self.action
         return remember(self.cost, action, seconds, rows)
 
     def output_rows(self) -> Optional[int]:
