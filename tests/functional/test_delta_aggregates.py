@@ -3,7 +3,7 @@
 The shape harness (test_shapes.py) checks that delta upkeep equals the from-scratch query under
 random changes; this file checks what can happen to the sidecar between runs: a refresh that
 fails after the sidecar write (the sidecar one commit ahead of the target), a sidecar dropped
-by hand, and arguments whose sums are not exact by delta.
+by hand, arguments whose sums are not exact by delta, and decimal averages (which are).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ MODELS = {
                    "    tables:\n      - name: src\n",
     "by_grp.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                   "select grp, count(*) as n, sum(v) as total, avg(v) as mean, min(v) as lo, "
-                  "max(v) as hi, sum(price) as price\n"
+                  "max(v) as hi, sum(price) as price, avg(price) as mean_price, "
+                  # a decimal average is Spark's exact decimal division, also under round()
+                  "round(avg(price), 2) as mean_price_2\n"
                   "from {{ source('raw', 'src') }} where v >= 0 group by grp\n",
     "overall.sql": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                    "select count(*) as n, sum(v) as total, max(v) as hi from {{ source('raw', 'src') }}\n",
@@ -181,6 +183,24 @@ class TestSidecar:
         sizes = rows(project, f"select n from {project.test_schema}.by_size")
         assert sixth["by_size"]["staged_rows"] == 1 < len(sizes), sizes
         assert_contract(project, "by_size")
+
+        # A group past the rows its decimal average is exact for from the state (500 million
+        # at decimal(10, 2); capped here): the sidecar advances, the touched groups are
+        # recomputed from the upstream; below the cap again, a delta.
+        versions = len(_operations(project, "by_grp"))
+        monkeypatch.setenv("BATCH_REFRESH_DECIMAL_AVG_ROWS", "3")
+        change(6)
+        capped = {r.node.name: r.adapter_response
+                  for r in run_dbt(["run", "--select", "by_grp"]).results}["by_grp"]
+        assert capped["action"] == "replay" and capped["staged_from"] == "snapshot", capped
+        assert len(_operations(project, "by_grp")) == versions + 1
+        assert_contract(project, "by_grp")
+        monkeypatch.delenv("BATCH_REFRESH_DECIMAL_AVG_ROWS")
+        change(7)
+        uncapped = {r.node.name: r.adapter_response
+                    for r in run_dbt(["run", "--select", "by_grp"]).results}["by_grp"]
+        assert uncapped["staged_from"] == "aggregate", uncapped
+        assert_contract(project, "by_grp")
 
         _, explained = run_dbt_and_capture(
             ["run-operation", "batch_refresh_explain", "--args", "{model: by_grp}"])

@@ -73,8 +73,28 @@ def test_inexact_sums_are_ruled_out_by_the_state_types():
     exact = {"_br_agg_s_0": "bigint", "_br_agg_s_1": "bigint"}
     assert agg.type_problem(exact) is None
     assert "exact" in agg.type_problem({**exact, "_br_agg_s_0": "double"})
-    assert "integer averages" in agg.type_problem({**exact, "_br_agg_s_1": "decimal(20,2)"})
+    assert "decimal averages" in agg.type_problem({**exact, "_br_agg_s_1": "double"})
     assert agg.type_problem({**exact, "_br_agg_s_0": "decimal(20,2)"}) is None
+    # A decimal average is Spark's decimal division, cast to decimal(p+4, s+4), exact for a
+    # bounded count (ad.DecimalAverage); past 15 digits it is recomputed.
+    decimal = {**exact, "_br_agg_s_1": "decimal(25,2)"}
+    assert agg.type_problem(decimal) is None
+    for wide in ("decimal(26,2)", "decimal(37,5)", "decimal(38,2)"):
+        assert "more than 15 digits" in agg.type_problem({**exact, "_br_agg_s_1": wide})
+    assert agg.typed(decimal).decimal_averages == (
+        ad.DecimalAverage(1, "DECIMAL(19, 6)", 500_000_000),)
+    assert agg.typed(decimal).inexact_sql() == "_br_agg_c_1 > 500000000"
+    assert agg.typed(exact).inexact_sql() is None
+    # decimal(7, 2): the division keeps all 21 digits past the sum's scale
+    assert ad.DecimalAverage.of(1, "decimal(17,2)") == ad.DecimalAverage(
+        1, "DECIMAL(11, 6)", 10 ** 17 // 2)
+    out = agg.typed(decimal).output_over("st")
+    assert ("CAST(_br_agg_s_1 / CAST(_br_agg_c_1 AS DECIMAL(20, 0)) AS DECIMAL(19, 6))"
+            in out), out
+    assert "FROM st" in out and "_br_avg" not in out.lower()
+    # untyped, or an integer average: a double, as Spark's avg of an integer
+    assert "CAST(_br_agg_s_1 AS DOUBLE) / _br_agg_c_1" in agg.typed(exact).output_over("st")
+    assert "CAST(_br_agg_s_1 AS DOUBLE) / _br_agg_c_1" in agg.output_over("st")
 
 
 def test_the_upkeep_sql_parses_as_spark_sql():

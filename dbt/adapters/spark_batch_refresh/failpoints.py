@@ -22,6 +22,17 @@ PAUSE_FIFO_ENV = "BATCH_REFRESH_PAUSE_FIFO"
 EXIT_CODE = 137
 
 
+# Testing aid: the rows per group up to which a decimal average is taken from the delta
+# state (aggdelta.DecimalAverage; the real bound is 500 million or more), so that a test can
+# reach the recompute past it.
+DECIMAL_AVG_ROWS_ENV = "BATCH_REFRESH_DECIMAL_AVG_ROWS"
+
+
+def decimal_average_rows() -> "int | None":
+    value = os.environ.get(DECIMAL_AVG_ROWS_ENV)
+    return int(value) if value else None
+
+
 class InjectedFault(RuntimeError):
     """Stands in for a Spark error at a fail point (BATCH_REFRESH_FAIL_MODE=error)."""
 

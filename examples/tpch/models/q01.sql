@@ -1,5 +1,5 @@
 -- TPC-H Q1, without its final ORDER BY (answers/q01_answer.sql)
-{{ config(materialized='batch_refresh') }}
+{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}
 
 select l_returnflag, l_linestatus,
        sum(l_quantity) as sum_qty,

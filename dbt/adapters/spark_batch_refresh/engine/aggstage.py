@@ -22,7 +22,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
-from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.failpoints import decimal_average_rows, fail_point
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import USER_METADATA, SessionConfs
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
@@ -54,6 +54,9 @@ class AggStaged:
     # The touched groups' state before the change, as a relation, for an intermediate whose
     # outer part aggregates again (None otherwise, or when it is not readable).
     before: Optional[str] = None
+    # A touched group is past the rows its decimal average is exact for from the state
+    # (aggdelta.DecimalAverage): the sidecar is advanced, the groups are recomputed.
+    inexact: bool = False
 
 
 class SidecarUpkeep:
@@ -106,7 +109,7 @@ class SidecarUpkeep:
             before = (agg.state_before(f"{ctx.sidecar} VERSION AS OF {base}", state)
                       if base is not None and agg.outer_keys_sql is not None else None)
             return AggStaged(state, views + [state], f"{ctx.sidecar} VERSION AS OF {mine}",
-                             before)
+                             before, self.inexact(agg, state))
         assert base is not None
         if base != int(entries[0]["version"]):
             self._run(f"RESTORE TABLE {ctx.sidecar} TO VERSION AS OF {base}")
@@ -115,8 +118,10 @@ class SidecarUpkeep:
                   f"{agg.new_state_sql(delta, f'{ctx.sidecar} VERSION AS OF {base}', types)}")
         views.append(new)
         extremes = None
+        inexact = agg.inexact_sql(decimal_average_rows()) or "false"
         counts = self._fetch(f"SELECT count(*) AS groups, coalesce(sum(CASE WHEN {ad.RECOMPUTE} "
-                             f"THEN 1 ELSE 0 END), 0) AS flagged FROM {new}")[0]
+                             f"THEN 1 ELSE 0 END), 0) AS flagged, coalesce(sum(CASE WHEN "
+                             f"{inexact} THEN 1 ELSE 0 END), 0) AS inexact FROM {new}")[0]
         if int(counts["flagged"]):
             extremes = f"{view}_extremes"
             source = pin_versions(agg.input_sql, pinned)
@@ -136,7 +141,15 @@ class SidecarUpkeep:
         fail_point("after_sidecar")
         whole = agg.whole_state(f"{ctx.sidecar} VERSION AS OF {base}", state)
         before = agg.old_state(new) if agg.outer_keys_sql is not None else None
-        return AggStaged(state, views, whole, before)
+        return AggStaged(state, views, whole, before, bool(int(counts["inexact"])))
+
+    def inexact(self, agg: ad.DeltaAggregate, relation: str) -> bool:
+        """Whether a group of `relation` (a state) is past the rows one of the model's decimal
+        averages is exact for (no statement for a model without one)."""
+        condition = agg.inexact_sql(decimal_average_rows())
+        if condition is None:
+            return False
+        return bool(self._fetch(f"SELECT 1 AS hit FROM {relation} WHERE {condition} LIMIT 1"))
 
     def _signed_input(self, agg: ad.DeltaAggregate, ranges: Mapping[str, Tuple[int, int]],
                       pinned: Mapping[str, int], view: str, views: List[str]) -> Tuple[str, str]:

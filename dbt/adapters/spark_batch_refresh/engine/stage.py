@@ -148,8 +148,8 @@ class Stager:
         types: Mapping[str, str] = {}
         if delta is not None:
             types, problem = self._upkeep.state_types(delta, pinned)
-            if problem is not None:
-                delta = None  # e.g. a double sum: recompute its groups, never drift
+            # e.g. a double sum: recompute its groups, never drift
+            delta = None if problem is not None else delta.typed(types)
         ranges = plan.ranges()
         select: Optional[str] = None
         partial = rebuilt = False
@@ -163,7 +163,14 @@ class Stager:
                 if upkept is None:  # no sidecar matching the target: rebuild it, recompute now
                     model_sql = self._built(delta, agg_run, pinned, model_columns, model_sql)
                     rebuilt = True
-            if upkept is None:  # recomputed: the affected groups, or an intermediate's model
+            if upkept is not None and upkept.inexact:
+                # A group past the rows its decimal average is exact for from the state: the
+                # sidecar is advanced, the touched groups recomputed from the upstreams.
+                extra += upkept.views
+                strategy = Strategy.AFFECTED_KEYS
+                select = (sqlgen.staging_affected(model_sql, upkept.state, config.unique_key)
+                          if config.unique_key else sqlgen.staging_full(model_sql, ()))
+            elif upkept is None:  # recomputed: the affected groups, or an intermediate's model
                 strategy = (Strategy.AFFECTED_KEYS if strategy is Strategy.DELTA_AGGREGATE
                             else Strategy.FULL)
             elif strategy is Strategy.INTERMEDIATE:
@@ -229,8 +236,9 @@ class Stager:
         scan of the upstream, not a second for the model), or `model_sql` when the version
         written cannot be read as this plan's."""
         built = self._upkeep.build(delta, agg_run, pinned)
-        return model_sql if built is None else sqlgen.typed(delta.model_over(built),
-                                                             model_columns)
+        if built is None or self._upkeep.inexact(delta, built):
+            return model_sql
+        return sqlgen.typed(delta.model_over(built), model_columns)
 
     def _changes_only(self, sql: str, analysis: sa.Analysis, config: BatchRefreshConfig,
                       plan: Plan, ranges: Mapping[str, tuple[int, int]],

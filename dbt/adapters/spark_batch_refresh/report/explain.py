@@ -249,7 +249,7 @@ def _delta_lines(analysis: sa.Analysis) -> List[str]:
            "partners are (pinned)")
         + ("; min/max read it only for groups whose old extreme was deleted" if extremes else "")
         + ". A float or double sum or average recomputes its affected groups instead (exact, "
-        "no drift).",
+        "no drift); a decimal average is Spark's decimal division of its sum by its count.",
     ]
 
 
