@@ -85,6 +85,13 @@ def test_inexact_sums_are_ruled_out_by_the_state_types():
         ad.DecimalAverage(1, "DECIMAL(19, 6)", 500_000_000),)
     assert agg.typed(decimal).inexact_sql() == "_br_agg_c_1 > 500000000"
     assert agg.typed(exact).inexact_sql() is None
+    # Inside an intermediate aggregate the outer part reads the whole state, which no
+    # refresh checks against the bound: recomputed.
+    middle = sa.analyze("with t as (select grp, avg(price) as a from raw.t group by grp) "
+                        "select grp, a, rank() over (order by a) as r from t", ("grp",))
+    assert middle.intermediate is not None
+    assert "intermediate" in middle.intermediate.type_problem(
+        {"_br_n": "bigint", "_br_agg_c_0": "bigint", "_br_agg_s_0": "decimal(20,2)"})
     # decimal(7, 2): the division keeps all 21 digits past the sum's scale
     assert ad.DecimalAverage.of(1, "decimal(17,2)") == ad.DecimalAverage(
         1, "DECIMAL(11, 6)", 10 ** 17 // 2)
