@@ -22,7 +22,7 @@ from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    NETTED, REPLAY_RULES, Strategy, keeps_sidecar)
+    NETTED, REPLAY_RULES, Strategy, writes_sidecar)
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
     MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
@@ -130,7 +130,7 @@ class Stager:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
         agg_run = None
-        if plan.fallback_reason is None and keeps_sidecar(config, analysis):
+        if writes_sidecar(config, analysis, plan.action, plan.fallback_reason):
             agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
                              plan_id, refresh, previous_plan)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,

@@ -108,14 +108,21 @@ def keeps_sidecar(config: BatchRefreshConfig, analysis: Analysis) -> bool:
     return delta_upkeep(config, analysis) or intermediate_upkeep(config, analysis)
 
 
+def writes_sidecar(config: BatchRefreshConfig, analysis: Analysis, action: str,
+                   fallback: Optional[str]) -> bool:
+    """Whether a refresh of `action` keeps the model's sidecar in step (engine/stage.py): any
+    but an overwrite, unless it recomputes for a reason other than cost (a forced
+    refresh_mode: its plan has a fallback reason)."""
+    return keeps_sidecar(config, analysis) and action != OVERWRITE and fallback is None
+
+
 def sidecar_behind(config: BatchRefreshConfig, analysis: Analysis, last_action: Optional[str],
                    last_fallback: Optional[str]) -> bool:
-    """Whether the target's newest refresh left the model's sidecar behind: an overwrite, or a
-    refresh that recomputed in full for a reason other than cost (a forced refresh_mode), writes
-    no sidecar, so the next replay rebuilds it first (engine/stage.py)."""
+    """Whether the target's newest refresh left the model's sidecar behind, so the next replay
+    rebuilds it first."""
     if last_action is None or not keeps_sidecar(config, analysis):
         return False
-    return last_action == OVERWRITE or (last_action != REPLAY and last_fallback is not None)
+    return not writes_sidecar(config, analysis, last_action, last_fallback)
 
 
 def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collection[str],
