@@ -32,15 +32,18 @@ SOURCE_SCHEMA = "tpch"
 SCHEMA = "tpch_bench"
 
 
+# A model's `{{ config(...) }}` block (one per query model).
+_CONFIG = re.compile(r"\{\{\s*config\(.*?\)\s*\}\}", flags=re.S)
+
+
 def as_table(sql: str) -> str:
     """The same query with the batch_refresh config replaced by a table's."""
-    return re.sub(r"\{\{\s*config\(.*?\)\s*\}\}", "{{ config(materialized='table') }}", sql,
-                  count=1, flags=re.S)
+    return _CONFIG.sub("{{ config(materialized='table') }}", sql, count=1)
 
 
 def plain_sql(sql: str) -> str:
     """A query model's SQL as Spark runs it over the source schema (no config, sources named)."""
-    body = re.sub(r"\{\{\s*config\(.*?\)\s*\}\}", "", sql, count=1, flags=re.S)
+    body = _CONFIG.sub("", sql, count=1)
     return re.sub(r"\{\{\s*source\(\s*'tpch'\s*,\s*'(\w+)'\s*\)\s*\}\}",
                   lambda m: f"{SOURCE_SCHEMA}.{m.group(1)}", body)
 
