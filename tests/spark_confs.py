@@ -14,6 +14,16 @@ minutes (the C2 thread alone at 70-90% of a core while a test runs), and a secon
 only competes with them for tiny tasks. The same loop (10 rounds):
 local[2] + 2 partitions 105-110 s, local[1] + 1 partition 92 s. Raising the C2 thresholds
 (fewer, later compilations) made a crash-test process slower (232 -> 279 s).
+
+Interpreted evaluation (`spark.sql.codegen.wholeStage=false` with
+`spark.sql.codegen.factoryMode=NO_CODEGEN`, Spark's own interpreted paths for projections,
+predicates and orderings): the JVMs' CPU went to compiling generated code (Janino, then the JIT
+on its classes) for query shapes that each run once on a few rows. A loop of 12 rounds of
+new-shaped statements on 40-row Delta tables (create, insert, CTAS aggregate, MERGE, UPDATE,
+CACHE TABLE of a window, change feed, REPLACE WHERE, EXCEPT ALL; local[1], idle, 2026-11-29):
+143 / 146 s with codegen, 127 / 121 s without, 129 s with only the factory mode; whole-stage
+codegen off alone had changed nothing (above). `test_shapes.py` alone 462 -> 368 s,
+`test_changes_only.py` 240 -> 224 s. Only test JVMs: on real data generated code wins.
 """
 
 from typing import Dict
@@ -24,6 +34,10 @@ PARTITION_CONFS: Dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
     "spark.databricks.delta.snapshotPartitions": "1",
     "spark.sql.adaptive.enabled": "false",
+    # Interpreted evaluation: a test compiles hundreds of query shapes once each, on rows
+    # where Janino's compile costs more than the generated code saves.
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 # The standalone cluster keeps 2 partitions so both executors get work.
