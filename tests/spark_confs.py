@@ -17,8 +17,8 @@ local[2] + 2 partitions 105-110 s, local[1] + 1 partition 92 s. Raising the C2 t
 
 Interpreted evaluation (`spark.sql.codegen.wholeStage=false` with
 `spark.sql.codegen.factoryMode=NO_CODEGEN`, Spark's own interpreted paths for projections,
-predicates and orderings): much of the JVMs' CPU went to compiling generated code (Janino, then the JIT
-on its classes) for query shapes that each run once on a few rows. A loop of 12 rounds of
+predicates and orderings): much of the JVMs' CPU went to compiling generated code (Janino,
+then the JIT on its classes) for query shapes that each run once on a few rows. A loop of 12 rounds of
 new-shaped statements on 40-row Delta tables (create, insert, CTAS aggregate, MERGE, UPDATE,
 CACHE TABLE of a window, change feed, REPLACE WHERE, EXCEPT ALL; local[1], idle, 2026-11-29):
 143 / 146 s with codegen, 127 / 121 s without, 129 s with only the factory mode; whole-stage
