@@ -12,7 +12,8 @@ import pytest
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    REPLAY, REPLAY_RULES, Strategy, Write, choose_write, replay_rule)
+    BACKFILL, OVERWRITE, REPLAY, REPLAY_RULES, Strategy, Write, choose_write, replay_rule,
+    writes_direct)
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
 
@@ -65,6 +66,27 @@ def test_ungroupable_output_columns_keep_the_recompute():
 def test_choose_write(strategy, keyed, rows, replaceable, in_place, write):
     assert choose_write(strategy, keyed=keyed, chunks=1, rows=rows, replaceable=replaceable,
                         in_place=in_place) is write
+
+
+def test_what_is_written_straight_from_the_model():
+    """Nothing to check or build before the write: an overwrite, and a keyless model's
+    backfill or full recompute without a sidecar; a key or a sidecar keeps the staging."""
+    def direct(sql: str, strategy: Strategy, key: tuple = (), upkeep: str = "recompute",
+               action: str = BACKFILL, fallback=None) -> bool:
+        analysis = sa.analyze(sql, list(key))
+        config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
+        return writes_direct(strategy, config, analysis, action, fallback)
+
+    rowwise = "select id, v * 2 as v from raw.a where v > 0"
+    total = "select sum(v) as s, count(*) as n from raw.a"
+    assert direct(rowwise, Strategy.BACKFILL)
+    assert direct(rowwise, Strategy.FULL, action="full", fallback="refresh_mode='full'")
+    assert direct(total, Strategy.BACKFILL)
+    assert direct(rowwise, Strategy.OVERWRITE, ("id",), action=OVERWRITE)
+    assert not direct(rowwise, Strategy.BACKFILL, ("id",))  # its keys checked first
+    assert not direct("select g, sum(v) as s from raw.a group by g", Strategy.BACKFILL)  # inferred
+    assert not direct(total, Strategy.BACKFILL, upkeep="delta")  # the sidecar built with it
+    assert not direct(rowwise, Strategy.APPEND, action=REPLAY)
 
 
 def test_an_intermediates_touched_partitions_merge_by_key():

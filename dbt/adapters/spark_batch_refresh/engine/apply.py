@@ -124,11 +124,11 @@ class Applier:
                      **config.tblproperties}
             self._run(f"CREATE OR REPLACE TABLE {req.target} USING delta {req.target_options} "
                       f"{sqlgen.tblproperties(props)} AS SELECT {cols} FROM {staged.source}")
-            return {"rows_inserted": staged.rows}
+            # A direct write's rows were not counted before (nothing staged): from its metrics.
+            return {} if staged.direct else {"rows_inserted": staged.rows}
         if write is Write.INSERT_OVERWRITE:
             self._run(f"INSERT OVERWRITE {req.target} SELECT {cols} FROM {staged.source}")
-            # An overwrite's rows were not counted before (nothing staged): from its metrics.
-            return {} if commit.strategy is Strategy.OVERWRITE else {"rows_inserted": staged.rows}
+            return {} if staged.direct else {"rows_inserted": staged.rows}
         if write is Write.APPEND:
             return self._append(req, commit, cols)
         if write is Write.MARKER:

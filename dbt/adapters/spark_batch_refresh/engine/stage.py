@@ -22,7 +22,7 @@ from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    NETTED, REPLAY_RULES, Strategy, writes_sidecar)
+    NETTED, REPLAY_RULES, Strategy, writes_direct, writes_sidecar)
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, Run
 from dbt.adapters.spark_batch_refresh.sql.rewrite import (
     MINUS_CHANGES, PLUS_CHANGES, change_rows_sql, over_changes, pin_versions)
@@ -75,6 +75,9 @@ class Staged:
     # A replay that found no sidecar matching the target (an overwrite left it behind) and
     # rebuilt it: measured as the full recompute it was, not as a replay (cost.py).
     sidecar_rebuilt: bool = False
+    # The model itself at the pinned versions, nothing cached or counted (strategy.
+    # writes_direct): the write's commit metrics count its rows.
+    direct: bool = False
 
     @property
     def new_keys_unseen(self) -> bool:
@@ -118,14 +121,15 @@ class Stager:
         persisted staging is gone), with the delta aggregate's sidecar run where the model
         keeps one."""
         strategy = plan.strategy
-        if strategy is Strategy.OVERWRITE:
+        if writes_direct(strategy, config, analysis, plan.action, plan.fallback_reason):
             # Written straight from the model at the pinned versions, as dbt's `table` is:
-            # nothing cached, no key check (the refreshes that apply by key check theirs).
-            # A sidecar is left behind (TPC-H: rebuilding it made an overwrite 1.4-2.7x its
-            # table; docs/decisions.md, session 38).
+            # nothing cached, no key check (the refreshes that apply by key check theirs),
+            # rows counted by the write. An overwrite leaves a sidecar behind (TPC-H:
+            # rebuilding it made an overwrite 1.4-2.7x its table; docs/decisions.md, session 38).
             model_sql = (pin_versions(req.sql, plan.versions_to())
                          if analysis.shape != "unparsed" else req.sql)
-            return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy)
+            return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy,
+                          direct=True)
         if strategy is Strategy.APPEND:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)

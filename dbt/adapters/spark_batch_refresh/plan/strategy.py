@@ -116,6 +116,20 @@ def writes_sidecar(config: BatchRefreshConfig, analysis: Analysis, action: str,
     return keeps_sidecar(config, analysis) and action != OVERWRITE and fallback is None
 
 
+def writes_direct(strategy: Strategy, config: BatchRefreshConfig, analysis: Analysis,
+                  action: str, fallback: Optional[str]) -> bool:
+    """Whether a refresh writes the model straight into the target at the pinned versions,
+    nothing staged, as dbt's `table` does: an overwrite, and a backfill or full recompute of
+    a model with no key to check before the write and no sidecar to build. (Staging exists for
+    the key checks, the key ceiling and a sidecar; a keyless model has none of these, and
+    caching its whole output before writing it cost a second materialization: bench/README.md,
+    "TPC-H", session 42.)"""
+    if strategy is Strategy.OVERWRITE:
+        return True
+    return (strategy in (Strategy.BACKFILL, Strategy.FULL) and not config.unique_key
+            and not writes_sidecar(config, analysis, action, fallback))
+
+
 def sidecar_behind(config: BatchRefreshConfig, analysis: Analysis, last_action: Optional[str],
                    last_fallback: Optional[str]) -> bool:
     """Whether the target's newest refresh left the model's sidecar behind, so the next replay

@@ -1,0 +1,106 @@
+"""A model's first build: its `batch_refresh` backfill against the same model as a `table`.
+
+    python bench/first_build.py [rows] [reps] [name]      # defaults: 2000000 3 first-build
+
+One JVM (the embedded session, through dbt in-process), a Delta source of `rows` rows with its
+change feed on, and three models over it: a keyless row-wise model as `batch_refresh` and as
+`table`, and the same model keyed (`unique_key='id'`) as `batch_refresh`. Each repetition
+rebuilds every model with `dbt run --full-refresh`, one model per run, in an order rotated every
+repetition (the first reader of a query's data pays more: bench/README.md, "Which writer goes
+first"). Reported: dbt's execution time of each node, medians, and each backfill against the
+table build. The report goes to bench/results/<name>.md and .json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.dbt_invoke import run_models  # noqa: E402
+from bench.scratch_spark import arguments  # noqa: E402
+
+SCHEMA = "first_build"
+MODEL = "select id, g, v * 2 as v2 from {{ source('raw', 'src') }} where v % 10 <> 0"
+MODELS = {
+    "keyless_br": "{{ config(materialized='batch_refresh') }}\n" + MODEL,
+    "keyless_table": "{{ config(materialized='table') }}\n" + MODEL,
+    "keyed_br": "{{ config(materialized='batch_refresh', unique_key='id') }}\n" + MODEL,
+}
+
+
+def write_project(root: str) -> None:
+    models = os.path.join(root, "models")
+    os.makedirs(models)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write("name: first_build\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n")
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write("bench:\n  target: session\n  outputs:\n    session:\n"
+                "      type: spark_batch_refresh\n      method: session\n"
+                f"      schema: {SCHEMA}\n      threads: 1\n"
+                f"      session_dir: {os.path.join(root, 'session')}\n")
+    with open(os.path.join(models, "sources.yml"), "w") as f:
+        f.write(f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}_raw\n"
+                "    tables:\n      - name: src\n")
+    with open(os.path.join(models, "spark_up.sql"), "w") as f:
+        f.write("{{ config(materialized='view') }}\nselect 1 as up\n")
+    for name, sql in MODELS.items():
+        with open(os.path.join(models, f"{name}.sql"), "w") as f:
+            f.write(sql + "\n")
+
+
+def main() -> int:
+    rows, reps, name = arguments(2_000_000, 3, "first-build")
+    work = tempfile.mkdtemp(prefix="bench-first-build-", dir="/tmp")
+    try:
+        project = os.path.join(work, "project")
+        write_project(project)
+        from dbt.cli.main import dbtRunner
+
+        dbt = dbtRunner()
+        run_models(dbt, project, ["--select", "spark_up"])
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.getOrCreate()
+        spark.sql(f"create schema if not exists {SCHEMA}_raw")
+        spark.sql(f"create or replace table {SCHEMA}_raw.src using delta "
+                  "tblproperties (delta.enableChangeDataFeed = true) as "
+                  f"select id, id % 1000 as g, cast(id * 7 % 100 as int) as v from range({rows})")
+        names = list(MODELS)
+        seconds: Dict[str, List[float]] = {n: [] for n in names}
+        for rep in range(reps + 1):  # the first round warms the JVM up, untimed
+            order = names[rep % len(names):] + names[:rep % len(names)]
+            for model in order:
+                (result,) = run_models(dbt, project, ["--full-refresh", "--select", model])
+                if rep:
+                    seconds[model].append(result.execution_time)
+            print(f"[first-build] round {rep}: " + ", ".join(
+                f"{m} {seconds[m][-1]:.2f} s" for m in names if rep), flush=True)
+        medians = {m: statistics.median(v) for m, v in seconds.items()}
+        table = medians["keyless_table"]
+        report = [f"First builds of a {rows:,}-row row-wise model, medians of {reps} "
+                  f"(`python bench/first_build.py {rows} {reps} {name}`):", "",
+                  "| model | seconds | against the table |", "|---|---:|---:|"]
+        report += [f"| {m} | {medians[m]:.2f} | {medians[m] / table:.2f}x |" for m in names]
+        text = "\n".join(report) + "\n"
+        print(text)
+        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+        with open(os.path.join(out, f"{name}.md"), "w") as f:
+            f.write(text)
+        with open(os.path.join(out, f"{name}.json"), "w") as f:
+            json.dump({"rows": rows, "reps": reps, "seconds": seconds,
+                       "started": time.strftime("%Y-%m-%d %H:%M:%S")}, f, indent=1)
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
