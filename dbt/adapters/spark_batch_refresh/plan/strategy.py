@@ -123,7 +123,7 @@ def writes_direct(strategy: Strategy, config: BatchRefreshConfig, analysis: Anal
     a model with no key to check before the write and no sidecar to build. (Staging exists for
     the key checks, the key ceiling and a sidecar; a keyless model has none of these, and
     caching its whole output before writing it cost a second materialization: bench/README.md,
-    "TPC-H", session 42.)"""
+    "First builds".)"""
     if strategy is Strategy.OVERWRITE:
         return True
     return (strategy in (Strategy.BACKFILL, Strategy.FULL) and not config.unique_key
