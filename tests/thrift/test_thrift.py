@@ -95,6 +95,12 @@ select id, cust, amount
 from {{ source('raw', 'orders') }}
 where amount > 0
 """
+# Keyless: its backfill and its full recomputes are written straight from the model, their rows
+# counted from the commit's metrics, which Thrift returns as text.
+FLAT_M = """
+{{ config(materialized='batch_refresh', refresh_mode='full') }}
+select cust, amount from {{ source('raw', 'orders') }} where status <> 'void'
+"""
 MODELS = ["rows_m", "agg_m", "chain_m", "race_m"]
 # Gated: its upstream changes minutes apart, so every refresh after the backfill is a skip, on
 # the server's clock (the server runs in another time zone, tests/thrift/server.py).
@@ -275,6 +281,7 @@ class TestThriftServer:
             "race_m.sql": RACE_M,
             "gate_m.sql": GATE_M,
             "gap_m.sql": GAP_M,
+            "flat_m.sql": FLAT_M,
         }
 
     @pytest.fixture(scope="class")
@@ -310,8 +317,11 @@ class TestThriftServer:
 
         first = _results_by_model(run_dbt(["run", "--threads", "4"]))
         assert {m: first[m].adapter_response["action"] for m in MODELS} == dict.fromkeys(MODELS, "backfill")
-        for m in MODELS:
+        for m in MODELS + ["flat_m"]:
             _contract(project, m)
+        flat = first["flat_m"].adapter_response
+        assert (flat["action"], flat["rows_inserted"]) == ("backfill", 25), flat
+        assert [h["rows_inserted"] for h in history(project, "flat_m")] == [25]
 
         _change_orders(project, 0)
         project.run_sql(f"update {s}.customers set region = 'east' where cust = 4")
@@ -320,6 +330,10 @@ class TestThriftServer:
         for m in MODELS:
             assert second[m].adapter_response["fallback_reason"] == "", (m, second[m].adapter_response)
             _contract(project, m)
+        _contract(project, "flat_m")
+        (total,) = rows(project, f"select count(*) as n from {s}.flat_m")
+        flat = second["flat_m"].adapter_response
+        assert flat["action"] in ("full", "overwrite") and flat["rows_inserted"] == total["n"], flat
         assert first["gate_m"].adapter_response["action"] == "backfill"
         gated = second["gate_m"].adapter_response
         assert gated["action"] == "skip" and "gate closed" in gated["_message"], gated

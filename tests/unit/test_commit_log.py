@@ -32,6 +32,16 @@ def test_metadata_is_safe_for_set_and_round_trips():
     assert RefreshCommit.from_history(_entry(meta, 9), "model.p.other") is None
 
 
+def test_commit_metrics_read_as_text_over_thrift():
+    """Thrift renders DESCRIBE HISTORY's map columns as JSON text: a rewrite's rows (its
+    history row, its cost memory) are read from it (tests/unit/test_row_counts.py: the counts
+    of a write straight from the model)."""
+    entry = dict(_entry(COMMIT.to_metadata(), 9, "CREATE OR REPLACE TABLE AS SELECT"),
+                 operationMetrics='{"numFiles":"1","numOutputRows":"6","numOutputBytes":"1024"}')
+    back = RefreshCommit.from_history(entry, "model.p.m")
+    assert back is not None and back.output_rows() == 6
+
+
 def test_first_commit_of_the_next_refresh_outnumbers_every_chunk():
     assert txn_version(4, 1) > txn_version(3, TXN_STRIDE)
     assert COMMIT.for_chunk(1, 3).txn_version == COMMIT.txn_version  # chunk 1 == single commit

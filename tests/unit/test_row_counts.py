@@ -22,9 +22,10 @@ def test_chunks_add_up_and_committed_chunks_count():
     assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (6, 6, 4)
 
 
-def test_backfill_commit_and_unreadable_metrics():
+def test_backfill_commit_metrics_as_a_map_or_as_text():
     result = RefreshResult(action="backfill", reason="", mode="full")
     count_committed({"numOutputRows": "29"}, result)
-    count_committed("{numOutputRows -> 29}", result)  # rendered as text: left alone
+    count_committed('{"numOutputRows":"29","numFiles":"1"}', result)  # Thrift's text form
     count_committed(None, result)
-    assert result.rows_inserted == 29
+    count_committed("{numOutputRows -> x}", result)  # unreadable: nothing counted
+    assert result.rows_inserted == 58

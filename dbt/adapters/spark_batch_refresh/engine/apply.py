@@ -9,7 +9,7 @@ refresh first, Delta skipped or refused this write, and ConcurrentRefresh says w
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -27,7 +27,7 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshReq
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
     PARTITION_OVERWRITE, REPLACE_WHERE_CHECK, USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged
-from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
+from dbt.adapters.spark_batch_refresh.storage.state import as_map, is_conflict
 from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes
 
 # A changes-only staging of at most this many keys is applied by REPLACE WHERE, its keys as
@@ -338,9 +338,8 @@ def merge_counts(rows: List[Dict[str, Any]]) -> Dict[str, int]:
 
 def count_committed(metrics: Any, result: RefreshResult) -> None:
     """Rows of a commit from the target's history (a chunk an interrupted run committed, or an
-    append whose statement returned no counts)."""
-    if not isinstance(metrics, Mapping):
-        return  # the Thrift driver may render the map as text; the counts then stay partial
+    append whose statement returned no counts, a write straight from the model)."""
+    metrics = as_map(metrics)
 
     def number(name: str) -> int:
         try:

@@ -21,7 +21,7 @@ from dbt.adapters.spark_batch_refresh.plan.cost import INSERTS, CostMemory, reme
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
-from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
+from dbt.adapters.spark_batch_refresh.storage.state import as_datetime, as_map
 
 PLAN_KEY = "batch_refresh_plan"  # in every commit a refresh makes (also read by older tests)
 FORMAT = 2
@@ -155,7 +155,6 @@ class RefreshCommit:
             return None
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model_id:
             return None
-        metrics = entry.get("operationMetrics")
         return RefreshCommit(
             model_id=model_id, refresh=int(data["refresh"]), plan_id=str(data[PLAN_KEY]),
             run_id=str(data.get("run") or ""), action=str(data["action"]),
@@ -173,7 +172,7 @@ class RefreshCommit:
             key_top_added=KeyType.from_json(data.get("key_top_added")),
             sidecar_rebuilt=bool(data.get("sidecar_rebuilt")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
-            metrics=metrics if isinstance(metrics, Mapping) else {},
+            metrics=as_map(entry.get("operationMetrics")),
         )
 
 

@@ -3,7 +3,6 @@ the target's log, and a query's output columns."""
 
 from __future__ import annotations
 
-import re
 import threading
 from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional
@@ -15,7 +14,7 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, Missi
 from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, moved_ranges
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
-from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
+from dbt.adapters.spark_batch_refresh.storage.state import as_datetime, as_map
 from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
 from dbt.adapters.spark_batch_refresh.sql.statements import first_word, written_tables
 
@@ -36,16 +35,8 @@ HISTORY_WINDOW = 20
 # a write that is not among these (another writer committed right after it) is looked for
 # further back.
 AFTER_COMMIT_WINDOW = 2
-_PROP = re.compile(r"""['"]?([\w.]+)['"]?\s*(?:->|=|:)\s*['"]?([^,'"}]+)""")
 Columns = List[tuple[str, str]]
 _SHIFT = timedelta(milliseconds=1)
-
-
-def props_dict(props: Any) -> Dict[str, str]:
-    """`properties` of DESCRIBE DETAIL: a map (session) or its text form (Thrift)."""
-    if isinstance(props, Mapping):
-        return {str(k): str(v) for k, v in props.items()}
-    return {k: v.strip() for k, v in _PROP.findall(str(props or ""))}
 
 
 def raw_time(rows: List[Dict[str, Any]], i: int) -> Optional[datetime]:
@@ -176,7 +167,7 @@ class DeltaReader:
         for upstream in upstreams:
             rows = self._fetch(f"DESCRIBE DETAIL {quote_relation(upstream)}")
             detail = rows[0] if rows else {}
-            found[upstream] = (detail.get("id"), props_dict(detail.get("properties")))
+            found[upstream] = (detail.get("id"), as_map(detail.get("properties")))
         return found
 
     def same_table(self, upstream: str, seen: UpstreamPoint, latest: int) -> Optional[bool]:
@@ -206,8 +197,8 @@ class DeltaReader:
         the newest commits latest_point already read (no statement); commits older than those
         count at the read ones' average. None when no read commit's metrics say."""
         recent = self._recent.get(upstream, [])
-        found = [commit_rows(str(r.get("operation") or ""), props_dict(r.get("operationMetrics")),
-                             props_dict(r.get("operationParameters")))
+        found = [commit_rows(str(r.get("operation") or ""), as_map(r.get("operationMetrics")),
+                             as_map(r.get("operationParameters")))
                  for r in recent if start <= int(r["version"]) <= end]
         return window_rows(found, end - start + 1)
 
@@ -298,7 +289,7 @@ def inserts_only(entry: Mapping[str, Any]) -> bool:
         return True
     if str(entry.get("operation") or "").upper() != "MERGE":
         return False
-    metrics = props_dict(entry.get("operationMetrics"))
+    metrics = as_map(entry.get("operationMetrics"))
     try:
         return all(int(metrics[name]) == 0 for name in _NOT_INSERTS)
     except (KeyError, TypeError, ValueError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -70,6 +71,17 @@ def as_datetime(value: Any) -> Optional[datetime]:
         return datetime.fromisoformat(str(value))
     except ValueError:
         return None
+
+
+_MAP_ENTRY = re.compile(r"""['"]?([\w.]+)['"]?\s*(?:->|=|:)\s*['"]?([^,'"}]+)""")
+
+
+def as_map(value: Any) -> Dict[str, str]:
+    """A map column (DESCRIBE DETAIL's properties, DESCRIBE HISTORY's operationMetrics and
+    operationParameters): a map (session) or its text form (Thrift)."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    return {k: v.strip() for k, v in _MAP_ENTRY.findall(str(value or ""))}
 
 
 def points_json(points: Mapping[str, UpstreamPoint]) -> str:
