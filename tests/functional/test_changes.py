@@ -63,6 +63,12 @@ MODELS.update({
                      "select c.region, sum(o.amount) as amount "
                      "from {{ target.schema }}.ord_outer o join {{ target.schema }}.cust_outer c "
                      "on o.cust_id = c.id where o.amount <> 20 group by c.region\n",
+    # The same join's NULL-region group from the first build: the backfill's inline check
+    # of the inferred key fails its write, and the model is built without the key.
+    "nullgroup_first.sql": "{{ config(materialized='batch_refresh') }}\n"
+                           "select c.region, sum(o.amount) as amount "
+                           "from {{ target.schema }}.ord_outer o join {{ target.schema }}.cust_outer c "
+                           "on o.cust_id = c.id group by c.region\n",
     # Several chunks; a new row takes the key of an unchanged row (k = 101 % 100 = 1).
     "collide.sql": "{{ config(materialized='batch_refresh', unique_key='k', merge_chunk_rows=1) }}\n"
                    "select id % 100 as k, v from {{ target.schema }}.src_collide\n",
@@ -257,6 +263,9 @@ class TestWorldMoves:
         assert "batch_refresh model 'nullgroup': bad unique_key" not in output
         assert actions(project, "nullgroup") == ["backfill", "full"]
         assert_contract(project, "nullgroup")
+        (first,) = history(project, "nullgroup_first")[:1]
+        assert first["action"] == "backfill" and "is NULL in some" in first["reason"], first
+        assert_contract(project, "nullgroup_first")
         # a key collision in any chunk fails before the first chunk: target untouched, no
         # lease left, and fixing the upstream lets the next run through
         for model, version in collide_versions.items():

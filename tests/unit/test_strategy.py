@@ -12,9 +12,10 @@ import pytest
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    BACKFILL, OVERWRITE, REPLAY, REPLAY_RULES, Strategy, Write, choose_write, replay_rule,
-    writes_direct)
+    BACKFILL, OVERWRITE, REPLAY, REPLAY_RULES, Strategy, Write, backfills_checked, choose_write,
+    replay_rule, writes_direct)
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
+from dbt.adapters.spark_batch_refresh.sql.sqlgen import INLINE_CHECK_MARKER, backfill_checked
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
 
 INTS = [("id", "int"), ("v", "bigint")]
@@ -87,6 +88,35 @@ def test_what_is_written_straight_from_the_model():
     assert not direct("select g, sum(v) as s from raw.a group by g", Strategy.BACKFILL)  # inferred
     assert not direct(total, Strategy.BACKFILL, upkeep="delta")  # the sidecar built with it
     assert not direct(rowwise, Strategy.APPEND, action=REPLAY)
+
+
+def test_which_keyed_backfills_check_their_keys_in_the_write():
+    """A keyed backfill that replaces the target, loses no key ceiling and builds no sidecar."""
+    def checked(sql: str, key: tuple = (), upkeep: str = "recompute", fallback=None,
+                replaces: bool = True, kept: bool = True, strategy=Strategy.BACKFILL) -> bool:
+        analysis = sa.analyze(sql, list(key))
+        config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
+        return backfills_checked(strategy, config, analysis, BACKFILL, fallback,
+                                 replaces_target=replaces, ceiling_kept=kept)
+
+    rowwise = "select id, v * 2 as v from raw.a where v > 0"
+    grouped = "select g, sum(v) as s from raw.a group by g"
+    assert checked(rowwise, ("id",)) and checked(grouped)
+    assert not checked(rowwise)  # keyless: writes_direct
+    assert not checked(rowwise, ("id",), replaces=False)  # rebuilt in place, as a difference
+    assert not checked(rowwise, ("id",), kept=False)  # the ceiling only a staging records
+    assert not checked(grouped, upkeep="delta")  # the sidecar built with it
+    assert checked(grouped, upkeep="delta", fallback="refresh_mode='full'")
+    assert not checked(rowwise, ("id",), strategy=Strategy.FULL)
+
+
+def test_a_checked_backfill_fails_on_a_null_or_repeated_key():
+    sql = backfill_checked("select * from t", ["k", "v"], ["k"], unique=False)
+    assert "count(*) OVER (PARTITION BY _br_m.`k`)" in sql and "_br_n = 1" in sql
+    assert "`k` IS NOT NULL" in sql and INLINE_CHECK_MARKER in sql
+    inferred = backfill_checked("select * from t", ["a", "b", "n"], ["a", "b"], unique=True)
+    assert "OVER" not in inferred
+    assert "`a` IS NOT NULL AND `b` IS NOT NULL THEN true" in inferred
 
 
 def test_an_intermediates_touched_partitions_merge_by_key():

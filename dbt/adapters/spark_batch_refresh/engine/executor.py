@@ -41,7 +41,7 @@ from dbt.adapters.spark_batch_refresh.plan.planner import (
     AUTO_ENV, ModelState, Plan, UpstreamPoint, closed_gate, moved_ranges, plan_run,
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    BACKFILL, REPLAY, SKIP, Strategy, replay_rule, sidecar_behind)
+    BACKFILL, REPLAY, SKIP, Strategy, backfills_checked, replay_rule, sidecar_behind)
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
@@ -306,7 +306,7 @@ class Refresher:
         if now is not None and run.clock is not None:
             run.prep_s = round((now - run.clock).total_seconds(), 3)
         try:
-            landed_inline = self._inline_append(run)
+            landed_inline = self._inline_write(run)
             chunks = 1 if landed_inline is not None else self._stage_with_gap(run)
             if landed_inline is not None:
                 landed = landed_inline
@@ -379,12 +379,14 @@ class Refresher:
             self._sync_result(run)
             return self._stage(run)
 
-    def _inline_append(self, run: _Run) -> Optional[RefreshCommit]:
-        """A row-wise replay of inserts alone whose keys lie above the target's key ceiling:
-        one INSERT of the model over the inserted change rows, its key checks inline (nothing
-        cached, no separate check; 0.40 s against 0.60-0.65 s staged at 100k-1M rows). None
-        where it does not apply or a row failed its checks (then the refresh stages as usual,
-        and a bad key gets its usual error)."""
+    def _inline_write(self, run: _Run) -> Optional[RefreshCommit]:
+        """One write of the model with its key checks inline, nothing cached, no separate check:
+        a row-wise replay of inserts alone whose keys lie above the target's key ceiling (one
+        INSERT of the model over the inserted change rows; 0.40 s against 0.60-0.65 s staged
+        at 100k-1M rows), or a keyed backfill that replaces the target (strategy.
+        backfills_checked). None where neither applies or a row failed its checks: then the
+        refresh stages as usual, and a bad key gets its usual error (an inferred key, whose
+        only check is its NULLs, goes keyless at once)."""
         staged = self._inline_staging(run)
         if staged is None:
             return None
@@ -398,8 +400,12 @@ class Refresher:
                     sqlgen.INLINE_CHECK_MARKER not in str(exc) and classify(str(exc)) is None)):
                 raise
             run.staged = None  # a key to check against the target, or a change-feed gap
+            if staged.direct and run.inferred_key and sqlgen.INLINE_CHECK_MARKER in str(exc):
+                raise NullKeyError(run.req.model, "its inferred key is NULL in some rows",
+                                   ["(planned again without the key)"]) from exc
             return None
-        result.staged_rows = result.rows_inserted
+        if not staged.direct:  # a direct write's rows are its commit's, none staged
+            result.staged_rows = result.rows_inserted
         result.staged_from = staged.staged_from
         result.strategy = run.strategy.value
         return landed
@@ -415,6 +421,8 @@ class Refresher:
 
     def _inline_staging(self, run: _Run) -> Optional[Staged]:
         plan, req = run.plan, run.req
+        if plan.action == BACKFILL:
+            return self._checked_backfill(run)
         if plan.action != REPLAY or plan.strategy is not Strategy.ROWWISE:
             return None
         key = run.single_key()
@@ -431,6 +439,23 @@ class Refresher:
                                          sqlgen.typed_lit(ceiling.value, key.sql_type))
         return Staged(f"(\n{select}\n) _br_i", list(run.columns), strategy=Strategy.ROWWISE,
                       top_key=key, target_top=ceiling, inline=True)
+
+    def _checked_backfill(self, run: _Run) -> Optional[Staged]:
+        """A keyed backfill written straight from the model, its key checks in the write
+        (strategy.backfills_checked). Its key ceiling is read back from its commit by the next
+        replay, as an overwrite's is (key_top_added)."""
+        plan, req, key = run.plan, run.req, run.single_key()
+        replaces = req.target_kind == "none" or (req.target_kind == "delta" and req.full_refresh)
+        if not backfills_checked(plan.strategy, run.config, run.analysis, plan.action,
+                                 plan.fallback_reason, replaces_target=replaces,
+                                 ceiling_kept=key is None or self._inserted_key_max is not None):
+            return None
+        model_sql = (pin_versions(req.sql, plan.versions_to())
+                     if run.analysis.shape != "unparsed" else req.sql)
+        select = sqlgen.backfill_checked(model_sql, [c for c, _ in run.columns],
+                                         run.config.unique_key, unique=run.inferred_key)
+        return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
+                      top_key=key, inline=True, direct=True)
 
     def _ceiling(self, run: _Run) -> Optional[KeyTop]:
         """The target's key ceiling before this replay (plan/key_top.py), from its newest

@@ -76,7 +76,8 @@ class Staged:
     # rebuilt it: measured as the full recompute it was, not as a replay (cost.py).
     sidecar_rebuilt: bool = False
     # The model itself at the pinned versions, nothing cached or counted (strategy.
-    # writes_direct): the write's commit metrics count its rows.
+    # writes_direct; a keyed backfill's checks inline, backfills_checked): the write's commit
+    # metrics count its rows.
     direct: bool = False
 
     @property
