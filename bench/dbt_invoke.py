@@ -1,9 +1,36 @@
-"""`dbt run` in-process for the benchmark drivers (bench/run.py, bench/tpch.py)."""
+"""The benchmark drivers' dbt projects (bench/run.py, bench/tpch.py, bench/first_build.py):
+written to a directory, run in-process."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, List
+from typing import Any, List, Mapping, Optional
+
+# A view that starts the embedded session (its first `dbt run`) before anything is timed.
+SPARK_UP = "{{ config(materialized='view') }}\nselect 1 as up\n"
+
+
+def write_project(root: str, *, name: str, schema: str, session_dir: str, sources: str,
+                  models: Mapping[str, str], confs: Optional[Mapping[str, str]] = None) -> None:
+    """A dbt project of `models` (name -> SQL) and `sources` (a sources.yml) whose profile is
+    the embedded session at `session_dir`, one thread, `confs` as its server_side_parameters."""
+    os.makedirs(os.path.join(root, "models"), exist_ok=True)
+    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
+        f.write(f"name: {name}\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
+                "model-paths: ['models']\n")
+    profile = ("bench:\n  target: session\n  outputs:\n    session:\n"
+               "      type: spark_batch_refresh\n      method: session\n"
+               f"      schema: {schema}\n      threads: 1\n      session_dir: {session_dir}\n")
+    if confs:
+        profile += "      server_side_parameters:\n" + "".join(
+            f"        {key}: '{value}'\n" for key, value in confs.items())
+    with open(os.path.join(root, "profiles.yml"), "w") as f:
+        f.write(profile)
+    with open(os.path.join(root, "models", "sources.yml"), "w") as f:
+        f.write(sources)
+    for model, sql in models.items():
+        with open(os.path.join(root, "models", f"{model}.sql"), "w") as f:
+            f.write(sql)
 
 
 def run_models(dbt: Any, project: str, args: List[str]) -> List[Any]:

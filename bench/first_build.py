@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.dbt_invoke import run_models  # noqa: E402
+from bench.dbt_invoke import SPARK_UP, run_models, write_project  # noqa: E402
 from bench.scratch_spark import arguments  # noqa: E402
 
 SCHEMA = "first_build"
@@ -43,32 +43,16 @@ YARDSTICK = {"keyless_br": "keyless_table", "keyless_table": "keyless_table",
              "keyed_br": "keyless_table", "agg_br": "agg_table", "agg_table": "agg_table"}
 
 
-def write_project(root: str) -> None:
-    models = os.path.join(root, "models")
-    os.makedirs(models)
-    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
-        f.write("name: first_build\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n")
-    with open(os.path.join(root, "profiles.yml"), "w") as f:
-        f.write("bench:\n  target: session\n  outputs:\n    session:\n"
-                "      type: spark_batch_refresh\n      method: session\n"
-                f"      schema: {SCHEMA}\n      threads: 1\n"
-                f"      session_dir: {os.path.join(root, 'session')}\n")
-    with open(os.path.join(models, "sources.yml"), "w") as f:
-        f.write(f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}_raw\n"
-                "    tables:\n      - name: src\n")
-    with open(os.path.join(models, "spark_up.sql"), "w") as f:
-        f.write("{{ config(materialized='view') }}\nselect 1 as up\n")
-    for name, sql in MODELS.items():
-        with open(os.path.join(models, f"{name}.sql"), "w") as f:
-            f.write(sql + "\n")
-
-
 def main() -> int:
     rows, reps, name = arguments(2_000_000, 3, "first-build")
     work = tempfile.mkdtemp(prefix="bench-first-build-", dir="/tmp")
     try:
         project = os.path.join(work, "project")
-        write_project(project)
+        write_project(project, name="first_build", schema=SCHEMA,
+                      session_dir=os.path.join(project, "session"),
+                      sources=(f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}_raw\n"
+                               "    tables:\n      - name: src\n"),
+                      models={"spark_up": SPARK_UP, **{m: sql + "\n" for m, sql in MODELS.items()}})
         from dbt.cli.main import dbtRunner
 
         dbt = dbtRunner()

@@ -45,6 +45,8 @@ from __future__ import annotations
 import os
 from typing import Dict, List
 
+from bench import dbt_invoke
+
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
           "report", "report_part", "report_part_keys", "report_hist")
 
@@ -225,29 +227,12 @@ when not matched and s._change_type <> 'delete' and s.keep then
 
 def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str,
                   strategies: bool = False, checkpoint_interval: int = 10) -> None:
-    os.makedirs(os.path.join(root, "models"), exist_ok=True)
-    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
-        f.write(
-            "name: bench\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
-            "model-paths: ['models']\n"
-        )
-    with open(os.path.join(root, "profiles.yml"), "w") as f:
-        f.write(
-            "bench:\n  target: session\n  outputs:\n    session:\n"
-            "      type: spark_batch_refresh\n      method: session\n      schema: bench\n"
-            "      threads: 1\n"
-            f"      session_dir: {session_dir}\n"
-            "      server_side_parameters:\n"
-            f"        spark.driver.memory: '{driver_memory}'\n"
-            # a default of every table the session creates, the raw tables and targets alike
-            f"        spark.databricks.delta.properties.defaults.checkpointInterval: "
-            f"'{int(checkpoint_interval)}'\n"
-        )
-    with open(os.path.join(root, "models", "sources.yml"), "w") as f:
-        f.write(
-            "version: 2\nsources:\n  - name: raw\n    schema: raw\n"
-            "    tables:\n      - name: fact\n      - name: dim\n"
-        )
-    for name, sql in model_files(shapes, strategies).items():
-        with open(os.path.join(root, "models", f"{name}.sql"), "w") as f:
-            f.write(sql)
+    dbt_invoke.write_project(
+        root, name="bench", schema="bench", session_dir=session_dir,
+        sources=("version: 2\nsources:\n  - name: raw\n    schema: raw\n"
+                 "    tables:\n      - name: fact\n      - name: dim\n"),
+        models=model_files(shapes, strategies),
+        # a default of every table the session creates, the raw tables and targets alike
+        confs={"spark.driver.memory": driver_memory,
+               "spark.databricks.delta.properties.defaults.checkpointInterval":
+               str(int(checkpoint_interval))})

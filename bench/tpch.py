@@ -25,7 +25,8 @@ from typing import Any, Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import tpch_data  # noqa: E402
-from bench.dbt_invoke import run_models  # noqa: E402
+from bench import dbt_invoke  # noqa: E402
+from bench.dbt_invoke import SPARK_UP, run_models  # noqa: E402
 from bench.tpch_data import EXAMPLE, queries  # noqa: E402
 
 SOURCE_SCHEMA = "tpch"
@@ -49,28 +50,16 @@ def plain_sql(sql: str) -> str:
 
 
 def write_project(root: str, session_dir: str, driver_memory: str) -> None:
-    models = os.path.join(root, "models")
-    os.makedirs(models, exist_ok=True)
-    with open(os.path.join(root, "dbt_project.yml"), "w") as f:
-        f.write("name: tpch\nversion: '1.0'\nconfig-version: 2\nprofile: bench\n"
-                "model-paths: ['models']\n")
-    with open(os.path.join(root, "profiles.yml"), "w") as f:
-        f.write("bench:\n  target: session\n  outputs:\n    session:\n"
-                "      type: spark_batch_refresh\n      method: session\n"
-                f"      schema: {SCHEMA}\n      threads: 1\n      session_dir: {session_dir}\n"
-                f"      server_side_parameters:\n        spark.driver.memory: '{driver_memory}'\n")
     with open(os.path.join(EXAMPLE, "sources.yml")) as f:
         sources = f.read()
-    with open(os.path.join(models, "sources.yml"), "w") as f:
-        f.write(sources)
-    with open(os.path.join(models, "spark_up.sql"), "w") as f:
-        f.write("{{ config(materialized='view') }}\nselect 1 as up\n")
+    models = {"spark_up": SPARK_UP}
     for q in queries():
         with open(os.path.join(EXAMPLE, f"{q}.sql")) as f:
             sql = f.read()
-        for name, text in ((q, sql), (f"tbl_{q}", as_table(sql))):
-            with open(os.path.join(models, f"{name}.sql"), "w") as f:
-                f.write(text)
+        models.update({q: sql, f"tbl_{q}": as_table(sql)})
+    dbt_invoke.write_project(root, name="tpch", schema=SCHEMA, session_dir=session_dir,
+                             sources=sources, models=models,
+                             confs={"spark.driver.memory": driver_memory})
 
 
 class TpchBench:
