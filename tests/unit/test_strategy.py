@@ -111,12 +111,10 @@ def test_which_keyed_backfills_check_their_keys_in_the_write():
 
 
 def test_a_checked_backfill_fails_on_a_null_or_repeated_key():
-    sql = backfill_checked("select * from t", ["k", "v"], ["k"], unique=False)
-    assert "count(*) OVER (PARTITION BY _br_m.`k`)" in sql and "_br_n = 1" in sql
-    assert "`k` IS NOT NULL" in sql and INLINE_CHECK_MARKER in sql
-    inferred = backfill_checked("select * from t", ["a", "b", "n"], ["a", "b"], unique=True)
-    assert "OVER" not in inferred
-    assert "`a` IS NOT NULL AND `b` IS NOT NULL THEN true" in inferred
+    sql = backfill_checked("select * from t", ["a", "b", "n"], ["a", "b"])
+    assert "count(*) OVER (PARTITION BY _br_m.`a`, _br_m.`b`)" in sql
+    assert "`a` IS NOT NULL AND `b` IS NOT NULL AND _br_n = 1 THEN true" in sql
+    assert INLINE_CHECK_MARKER in sql
 
 
 def test_an_intermediates_touched_partitions_merge_by_key():

@@ -385,8 +385,8 @@ class Refresher:
         INSERT of the model over the inserted change rows; 0.40 s against 0.60-0.65 s staged
         at 100k-1M rows), or a keyed backfill that replaces the target (strategy.
         backfills_checked). None where neither applies or a row failed its checks: then the
-        refresh stages as usual, and a bad key gets its usual error (an inferred key, whose
-        only check is its NULLs, goes keyless at once)."""
+        refresh stages as usual, and a bad key gets its usual error (an inferred key found
+        NULL: planned again without it)."""
         staged = self._inline_staging(run)
         if staged is None:
             return None
@@ -400,9 +400,6 @@ class Refresher:
                     sqlgen.INLINE_CHECK_MARKER not in str(exc) and classify(str(exc)) is None)):
                 raise
             run.staged = None  # a key to check against the target, or a change-feed gap
-            if staged.direct and run.inferred_key and sqlgen.INLINE_CHECK_MARKER in str(exc):
-                raise NullKeyError(run.req.model, "its inferred key is NULL in some rows",
-                                   ["(planned again without the key)"]) from exc
             return None
         if not staged.direct:  # a direct write's rows are its commit's, none staged
             result.staged_rows = result.rows_inserted
@@ -453,7 +450,7 @@ class Refresher:
         model_sql = (pin_versions(req.sql, plan.versions_to())
                      if run.analysis.shape != "unparsed" else req.sql)
         select = sqlgen.backfill_checked(model_sql, [c for c, _ in run.columns],
-                                         run.config.unique_key, unique=run.inferred_key)
+                                         run.config.unique_key)
         return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
                       top_key=key, inline=True, direct=True)
 

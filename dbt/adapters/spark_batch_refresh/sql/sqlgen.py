@@ -179,22 +179,18 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
             f"ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
 
 
-def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str],
-                     unique: bool) -> str:
+def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
     """Every row of the model with the key checks of a staged backfill inline: no key column
-    NULL and, unless the key is `unique` by the query's shape (an inferred GROUP BY or
-    DISTINCT key), each key once. Any other row fails the statement with INLINE_CHECK_MARKER
-    before the write reading it commits."""
+    NULL, each key once. Any other row fails the statement with INLINE_CHECK_MARKER before the
+    write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
+    when its projection has a generator (`explode(collect_list(v))`), so it is not taken on
+    trust; the count is a shuffle of the model's output, small where the key is a GROUP BY's."""
     cols = ", ".join(q(c) for c in columns)
-    checks = [f"{q(k)} IS NOT NULL" for k in unique_key]
-    counted = ""
-    if not unique:
-        keys = ", ".join(f"_br_m.{q(k)}" for k in unique_key)
-        counted = f", count(*) OVER (PARTITION BY {keys}) AS _br_n"
-        checks.append("_br_n = 1")
-    return (f"SELECT {cols} FROM (\n  SELECT _br_m.*{counted} FROM (\n{model_sql}\n) _br_m\n) _br_c\n"
-            f"WHERE CASE WHEN {' AND '.join(checks)} THEN true "
-            f"ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
+    keys = ", ".join(f"_br_m.{q(k)}" for k in unique_key)
+    checks = " AND ".join([f"{q(k)} IS NOT NULL" for k in unique_key] + ["_br_n = 1"])
+    return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY {keys}) AS _br_n "
+            f"FROM (\n{model_sql}\n) _br_m\n) _br_c\n"
+            f"WHERE CASE WHEN {checks} THEN true ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
 
 
 def null_key_rows(model_sql: str, unique_key: Sequence[str]) -> str:
