@@ -239,7 +239,7 @@ class Refresher:
     def _inserts_replay(self, config: BatchRefreshConfig, analysis: sa.Analysis, log: TargetLog,
                         state: Optional[ModelState],
                         latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
-        """Whether a replay now would likely be one checked INSERT (`_inline_append`): the
+        """Whether a replay now would likely be one checked INSERT (`_inline_write`): the
         embedded session, a row-wise model with one key column that has a ceiling in the
         target's newest refresh commit, one upstream moved by inserts alone. For the cost
         estimate only: the write itself checks again."""
@@ -254,7 +254,7 @@ class Refresher:
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
         """Whether the change to replay is one upstream's commits that hold inserts alone, and
-        this session can read the ceiling such a replay needs (`_inline_append`)."""
+        this session can read the ceiling such a replay needs (`_inline_write`)."""
         if self._inserted_key_max is None or len(ranges) != 1:
             return False
         (upstream, (start, end)), = ranges.items()

@@ -32,7 +32,7 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, OVERW
 REPLAY_FLOOR_S = 3.0
 REPLAY_ROW_S = 2.0e-5
 # A replay of inserts alone written as one INSERT with its key checks inline (executor
-# `_inline_append`): no staging, no separate check. Bench (session 36, row-wise, 100k and 1M
+# `_inline_write`): no staging, no separate check. Bench (session 36, row-wise, 100k and 1M
 # rows): 0.3-0.43 s for 0.1% and 10% appended. Its measurements are kept apart (INSERTS) so
 # that they do not lower the estimate of a replay of updates, nor the other way round.
 INSERTS = "replay_inserts"
