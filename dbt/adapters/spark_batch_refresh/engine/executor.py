@@ -45,7 +45,7 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import (
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
-from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
+from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager, pinned_model
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 from dbt.adapters.spark_batch_refresh.storage.views import ViewReader
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
@@ -447,10 +447,8 @@ class Refresher:
                                  plan.fallback_reason, replaces_target=replaces,
                                  ceiling_kept=key is None or self._inserted_key_max is not None):
             return None
-        model_sql = (pin_versions(req.sql, plan.versions_to())
-                     if run.analysis.shape != "unparsed" else req.sql)
-        select = sqlgen.backfill_checked(model_sql, [c for c, _ in run.columns],
-                                         run.config.unique_key)
+        select = sqlgen.backfill_checked(pinned_model(req.sql, run.analysis, plan.versions_to()),
+                                         [c for c, _ in run.columns], run.config.unique_key)
         return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
                       top_key=key, inline=True, direct=True)
 

@@ -107,6 +107,11 @@ class Staged:
         return any(n == sqlgen.HAD_OLD for n, _ in self.columns)
 
 
+def pinned_model(sql: str, analysis: sa.Analysis, versions: Mapping[str, int]) -> str:
+    """The model read at `versions` (one it could not parse: as written)."""
+    return pin_versions(sql, versions) if analysis.shape != "unparsed" else sql
+
+
 class Stager:
     def __init__(self, fetch: Fetch, run: Run, describe: Callable[[str], Columns],
                  table_columns: Callable[[str], List[str]], upkeep: SidecarUpkeep) -> None:
@@ -127,8 +132,7 @@ class Stager:
             # nothing cached, no key check (the refreshes that apply by key check theirs),
             # rows counted by the write. An overwrite leaves a sidecar behind (TPC-H:
             # rebuilding it made an overwrite 1.4-2.7x its table; docs/decisions.md, session 38).
-            model_sql = (pin_versions(req.sql, plan.versions_to())
-                         if analysis.shape != "unparsed" else req.sql)
+            model_sql = pinned_model(req.sql, analysis, plan.versions_to())
             return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy,
                           direct=True)
         if strategy is Strategy.APPEND:
@@ -146,7 +150,7 @@ class Stager:
               plan: Plan, model_columns: Columns, view: str,
               agg_run: Optional[AggRun] = None, target: Optional[str] = None) -> Staged:
         pinned = plan.versions_to()
-        model_sql = pin_versions(sql, pinned) if analysis.shape != "unparsed" else sql
+        model_sql = pinned_model(sql, analysis, pinned)
         extra: List[str] = []
         strategy = plan.strategy
         delta = (analysis.delta or analysis.intermediate) if agg_run is not None else None

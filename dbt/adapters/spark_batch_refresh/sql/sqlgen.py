@@ -172,11 +172,7 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
     staging inline: each key above `ceiling` (so held by no target row: plan/key_top.py), not
     NULL, and once. Any other row fails the statement with INLINE_CHECK_MARKER before a write
     reading it commits, and the refresh stages and checks as usual."""
-    cols = ", ".join(q(c) for c in columns)
-    return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY "
-            f"_br_m.{q(key)}) AS _br_n FROM (\n{body}\n) _br_m\n) _br_c\n"
-            f"WHERE CASE WHEN {q(key)} > {ceiling} AND _br_n = 1 THEN true "
-            f"ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
+    return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"])
 
 
 def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
@@ -185,11 +181,18 @@ def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequenc
     write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
     when its projection has a generator (`explode(collect_list(v))`), so it is not taken on
     trust; the count is a shuffle of the model's output, small where the key is a GROUP BY's."""
+    return _checked(model_sql, columns, unique_key, [f"{q(k)} IS NOT NULL" for k in unique_key])
+
+
+def _checked(body: str, columns: Sequence[str], unique_key: Sequence[str],
+             conditions: Sequence[str]) -> str:
+    """The rows of `body` that meet `conditions` and hold their key once; any other row fails
+    the statement with INLINE_CHECK_MARKER."""
     cols = ", ".join(q(c) for c in columns)
     keys = ", ".join(f"_br_m.{q(k)}" for k in unique_key)
-    checks = " AND ".join([f"{q(k)} IS NOT NULL" for k in unique_key] + ["_br_n = 1"])
+    checks = " AND ".join([*conditions, "_br_n = 1"])
     return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY {keys}) AS _br_n "
-            f"FROM (\n{model_sql}\n) _br_m\n) _br_c\n"
+            f"FROM (\n{body}\n) _br_m\n) _br_c\n"
             f"WHERE CASE WHEN {checks} THEN true ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
 
 
