@@ -12,7 +12,9 @@ which Spark cannot parse (TPC-DS Q72). A join group and a chain of FULL joins ca
 fall back to a full recompute; a window model downstream inherits whatever its input holds.
 A percentile model must be exact (the regenerated SQL used to read `percentile_cont` as
 `percentile_approx`), a `SELECT * ... QUALIFY` must keep its columns, and a model with two
-windows partitioned differently must build (it falls back). After every run each model equals its SQL evaluated from scratch at the consumed versions, and
+windows partitioned differently must build (it falls back). An aggregate that explodes a
+collected list has several rows per group, so its GROUP BY is no key (it failed its first
+build on a key it never set). After every run each model equals its SQL evaluated from scratch at the consumed versions, and
 the issue's case and the model over it equal the same SQL built as a plain `table`.
 """
 
@@ -104,6 +106,14 @@ final as (select * from per_prod where qty > 0)
 select * from final
 """,
 }
+# A generator in an aggregate's projection makes several rows per group: the GROUP BY key was
+# inferred all the same, and the first build failed with "bad unique_key (o_id) ... not
+# unique" for a key the model never set. Now no key is inferred and the model is keyless.
+GENERATED = {
+    "order_qtys": """
+select o_id, explode(collect_list(qty)) as qty from {{ source('raw', 'items') }} group by o_id
+""",
+}
 DOWNSTREAM = """
 select k, o_id, row_number() over (partition by o_id order by k) as rn
 from {{ ref('oj_sub') }}
@@ -137,13 +147,13 @@ class TestRealSql:
             files[f"{name}.sql"] = model(sql, "batch_refresh", KEYS.get(name, "k"))
             if name in TWINS:
                 files[f"{name}_table.sql"] = model(sql, "table")
-        for name, sql in INFERRED.items():
+        for name, sql in {**INFERRED, **GENERATED}.items():
             files[f"{name}.sql"] = model(sql, "batch_refresh", None)
         return files
 
     def check(self, project: Any) -> Dict[str, Any]:
         results = {r.node.name: r.adapter_response for r in run_ok(["run"])}
-        for name in (*SHAPES, "oj_down", *FUNCTIONS, *INFERRED):
+        for name in (*SHAPES, "oj_down", *FUNCTIONS, *INFERRED, *GENERATED):
             assert_contract(project, name)
         for name in TWINS:
             assert differences(project, name) == 0, (name, results.get(name))

@@ -61,6 +61,16 @@ def test_cte_chain_join_and_aggregate_infer_group_key():
     ("with t as (select * from t) select * from t", ()),  # the inner t is a table
     ("with a as (select k, sum(v) as s from s.t group by k) select s from a", ()),
     ("with a as (select k, sum(v) as s from s.t group by k) select sum(s) as t from a", ()),
+    # a generator makes several rows of one group or row: no key, at either level
+    ("select k, explode(collect_list(v)) as x from s.t group by k", ()),
+    ("select k, posexplode_outer(collect_list(v)) from s.t group by k", ()),
+    ("select k, inline_outer(collect_list(struct(v))) from s.t group by k", ()),
+    ("select k, stack(2, min(v), max(v)) from s.t group by k", ()),
+    ("with a as (select k, collect_list(v) as vs from s.t group by k) "
+     "select k, explode(vs) as v from a", ()),
+    ("select k, (select max(x) from (select explode(array(1, 2)) as x)) as m, sum(v) as s "
+     "from s.t group by k", ("k",)),  # the generator is the scalar subquery's
+    ("select distinct k, explode(vs) as v from s.t", ("k", "v")),
 ])
 def test_inferred_keys(sql, key):
     assert sa.analyze(sql).inferred_key == key

@@ -479,6 +479,8 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
         return _passed_key(select)
     group = select.args.get("group")
     if group is not None and group.expressions:
+        if st.generates_rows(select):
+            return ()  # `select g, explode(collect_list(v)) ... group by g`: rows per group
         names = []
         for expr in group.expressions:
             if isinstance(expr, exp.Literal) and expr.is_int:  # GROUP BY 1: an ordinal
@@ -503,9 +505,10 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
 def _passed_key(select: exp.Select) -> Tuple[str, ...]:
     """The key of the one relation `select` reads, when each row of it makes at most one
     output row (a filter, a projection, a window or QUALIFY: no join, GROUP BY, aggregate,
-    DISTINCT or LATERAL VIEW at this level) and every key column comes out as a plain column
+    DISTINCT, LATERAL VIEW or generator at this level) and every key column comes out as a plain column
     (or through `*`)."""
-    if any(select.args.get(a) for a in ("joins", "laterals", "group", "distinct", "having")):
+    if (any(select.args.get(a) for a in ("joins", "laterals", "group", "distinct", "having"))
+            or st.generates_rows(select)):
         return ()
     if any(agg.find_ancestor(exp.Select, exp.Window) is select
            for agg in select.find_all(exp.AggFunc)):

@@ -216,6 +216,18 @@ def own_in(expr: exp.Expression, select: exp.Select, kind: type) -> bool:
     return any(nearest_query(n) is select for n in expr.find_all(kind))
 
 
+# Spark generators sqlglot parses as a plain call rather than an exp.UDTF.
+_GENERATOR_CALLS = frozenset({"inline_outer"})
+
+
+def generates_rows(select: exp.Select) -> bool:
+    """`select`'s own projection calls a generator (explode, posexplode, inline, stack and
+    their _outer forms): one input row (or group) makes any number of output rows."""
+    return any(nearest_query(n) is select
+               and (isinstance(n, exp.UDTF) or n.name.lower() in _GENERATOR_CALLS)
+               for p in select.expressions for n in p.find_all(exp.UDTF, exp.Anonymous))
+
+
 def change_source(upstream: str, start: int, end: int,
                   columns: Optional[Sequence[str]] = None) -> exp.Expression:
     """Change rows of `upstream` in [start, end]: inserts, deletes, pre- and post-images."""
