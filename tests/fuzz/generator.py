@@ -1136,7 +1136,9 @@ class Generator:
             m.features.add("over_table")
         m.twin_replaced = zlib.crc32(f"twin:{name}".encode()) % 2 == 0
         if m.key and self.chance(0.15):
-            m.config["merge_chunk_rows"] = self.rng.choice([1, 3, 10])  # several MERGE commits
+            # several MERGE commits, a few dozen at most: at 1 row a chunk a replay of ~220
+            # staged rows made 221 commits, a quarter of a `make fuzz` run in one model
+            m.config["merge_chunk_rows"] = self.rng.choice([7, 25, 60])
             m.features.add("chunked")
         if self.chance(0.05):
             m.config["refresh_mode"] = "full"
