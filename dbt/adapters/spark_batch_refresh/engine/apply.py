@@ -27,7 +27,8 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshReq
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
     PARTITION_OVERWRITE, REPLACE_WHERE_CHECK, USER_METADATA, SessionConfs, idempotent_write)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged
-from dbt.adapters.spark_batch_refresh.storage.state import as_map, is_conflict
+from dbt.adapters.spark_batch_refresh.storage.state import is_conflict
+from dbt.adapters.spark_batch_refresh.storage.values import as_map
 from dbt.adapters.spark_batch_refresh.sql.rewrite import groupable_type, over_changes
 
 # A changes-only staging of at most this many keys is applied by REPLACE WHERE, its keys as

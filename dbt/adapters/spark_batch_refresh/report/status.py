@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, NOOP, OVERWRITE, REPLAY, SKIP
-from dbt.adapters.spark_batch_refresh.storage.state import as_datetime
+from dbt.adapters.spark_batch_refresh.storage.values import as_datetime
 
 NEVER_RUN = "never run"
 

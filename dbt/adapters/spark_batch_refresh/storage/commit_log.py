@@ -21,7 +21,7 @@ from dbt.adapters.spark_batch_refresh.plan.cost import INSERTS, CostMemory, reme
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
 from dbt.adapters.spark_batch_refresh.plan.strategy import BACKFILL, FULL, REPLAY, Strategy
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
-from dbt.adapters.spark_batch_refresh.storage.state import as_datetime, as_map
+from dbt.adapters.spark_batch_refresh.storage.values import as_datetime, as_map
 
 PLAN_KEY = "batch_refresh_plan"  # in every commit a refresh makes (also read by older tests)
 FORMAT = 2

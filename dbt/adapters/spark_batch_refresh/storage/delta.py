@@ -14,7 +14,7 @@ from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, Missi
 from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, moved_ranges
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
-from dbt.adapters.spark_batch_refresh.storage.state import as_datetime, as_map
+from dbt.adapters.spark_batch_refresh.storage.values import as_datetime, as_map
 from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
 from dbt.adapters.spark_batch_refresh.sql.statements import first_word, written_tables
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.storage import endpoint
 from dbt.adapters.spark_batch_refresh.plan.planner import ModelState, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
+from dbt.adapters.spark_batch_refresh.storage.values import as_datetime
 from dbt.adapters.spark_batch_refresh.sql.sqlgen import lit
 
 STATE_TABLE = "batch_refresh_state"
@@ -61,27 +61,6 @@ _PROPS = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
 
 def ts(value: Optional[datetime]) -> str:
     return "NULL" if value is None else f"TIMESTAMP {lit(value.isoformat(sep=' '))}"
-
-
-def as_datetime(value: Any) -> Optional[datetime]:
-    """Timestamps arrive as datetimes (session) or text (Thrift); None for text that is not one."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-_MAP_ENTRY = re.compile(r"""['"]?([\w.]+)['"]?\s*(?:->|=|:)\s*['"]?([^,'"}]+)""")
-
-
-def as_map(value: Any) -> Dict[str, str]:
-    """A map column (DESCRIBE DETAIL's properties, DESCRIBE HISTORY's operationMetrics and
-    operationParameters): a map (session) or its text form (Thrift)."""
-    if isinstance(value, Mapping):
-        return {str(k): str(v) for k, v in value.items()}
-    return {k: v.strip() for k, v in _MAP_ENTRY.findall(str(value or ""))}
 
 
 def points_json(points: Mapping[str, UpstreamPoint]) -> str:
