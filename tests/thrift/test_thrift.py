@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
+from dbt.adapters.spark_batch_refresh.engine.run_result import TRACE_ENV
 from dbt.adapters.spark_batch_refresh.sql.rewrite import pin_versions
 from tests.lean_install import LeanInstall, write_project
 from tests.thrift.server import ThriftServer
@@ -302,8 +303,10 @@ class TestThriftServer:
         assert (len(alive), app["cores"]) == (2, 2), status
         assert all(w["coresused"] == 1 for w in alive), status
 
-    def test_backfill_then_replay_threads_4(self, project):
+    def test_backfill_then_replay_threads_4(self, project, tmp_path, monkeypatch):
         s = project.test_schema
+        trace = tmp_path / "trace.tsv"
+        monkeypatch.setenv(TRACE_ENV, str(trace))
         project.run_sql(f"create table {s}.orders (id int, cust int, amount int, status string) using delta")
         project.run_sql(f"create table {s}.customers (cust int, region string) using delta")
         project.run_sql(f"insert into {s}.orders select cast(id as int), cast(id % 5 as int), "
@@ -338,6 +341,21 @@ class TestThriftServer:
         gated = second["gate_m"].adapter_response
         assert gated["action"] == "skip" and "gate closed" in gated["_message"], gated
         assert first["gap_m"].adapter_response["action"] == "backfill"
+
+        # Inserts alone above gap_m's key ceiling: one INSERT checked inline, nothing staged.
+        # Its backfill was written straight from the model, and the ceiling is read back from
+        # that commit's change feed (on main, over Thrift: no ceiling reader, so the backfill
+        # staged and cached, and so did this replay).
+        project.run_sql(f"insert into {s}.events values (20, 20), (21, 21)")
+        trace.write_text("")
+        (res,) = run_dbt(["run", "--select", "gap_m"])
+        ran = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
+        assert (res.adapter_response["action"], res.adapter_response["rows_inserted"]) == (
+            "replay", 2), res.adapter_response
+        assert not any("CACHE TABLE" in statement for statement in ran), ran
+        assert sum("INSERT INTO" in statement for statement in ran) == 1, ran
+        assert any("table_changes(" in st and ".gap_m'" in st for st in ran), ran
+        _contract(project, "gap_m")
 
     def test_change_feed_gap_rebuilds(self, project):
         s = project.test_schema

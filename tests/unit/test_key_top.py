@@ -109,6 +109,31 @@ def test_the_keys_a_commit_inserted_from_its_file_statistics() -> None:
     assert added_max("\n".join([add(file(5)), add(file("2024-01-01"))]), "id") is None
 
 
+def test_the_keys_a_commit_inserted_from_its_change_feed() -> None:
+    """Over a SQL connection (Thrift, Connect) the same answer comes from the commit's change
+    feed: one statement; a feed that cannot be read leaves the ceiling unknown."""
+    from dbt_common.exceptions import DbtDatabaseError
+
+    from dbt.adapters.spark_batch_refresh.storage.delta import feed_key_max
+
+    sent = []
+
+    def fetch(answer):
+        def run(sql):
+            sent.append(sql)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        return run
+
+    assert feed_key_max(fetch([{"top": "12"}]), "s.t", 3, "Id") == "12"
+    assert sent == ["SELECT CAST(max(`Id`) AS STRING) AS top FROM table_changes('s.t', 3, 3) "
+                    "WHERE _change_type = 'insert'"]
+    assert feed_key_max(fetch([{"top": None}]), "s.t", 3, "id") is None  # nothing inserted
+    assert feed_key_max(fetch(DbtDatabaseError("DELTA_MISSING_CHANGE_DATA")), "s.t", 3,
+                        "id") is None
+
+
 def test_an_overwrite_or_inline_append_ceiling_is_read_back() -> None:
     from dbt.adapters.spark_batch_refresh.plan.key_top import with_inserted
 
@@ -156,7 +181,8 @@ def test_planning_knows_a_replay_would_be_one_checked_insert() -> None:
     latest = {"raw.ev": UpstreamPoint(6, None)}
     log = TargetLog(replace(COMMIT, key_top=top("9")))
     assert refresher(True, True)._inserts_replay(config, rowwise, log, state, latest)
-    assert not refresher(False, True)._inserts_replay(config, rowwise, log, state, latest)
+    # over a server too: the ceiling is read from the commit's change feed
+    assert refresher(False, True)._inserts_replay(config, rowwise, log, state, latest)
     assert not refresher(True, False)._inserts_replay(config, rowwise, log, state, latest)
     assert not refresher(True, True)._inserts_replay(config, rowwise, TargetLog(COMMIT), state,
                                                      latest)  # no ceiling

@@ -91,20 +91,19 @@ def test_what_is_written_straight_from_the_model():
 
 
 def test_which_keyed_backfills_check_their_keys_in_the_write():
-    """A keyed backfill that replaces the target, loses no key ceiling and builds no sidecar."""
+    """A keyed backfill that replaces the target and builds no sidecar."""
     def checked(sql: str, key: tuple = (), upkeep: str = "recompute", fallback=None,
-                replaces: bool = True, kept: bool = True, strategy=Strategy.BACKFILL) -> bool:
+                replaces: bool = True, strategy=Strategy.BACKFILL) -> bool:
         analysis = sa.analyze(sql, list(key))
         config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
         return backfills_checked(strategy, config, analysis, BACKFILL, fallback,
-                                 replaces_target=replaces, ceiling_kept=kept)
+                                 replaces_target=replaces)
 
     rowwise = "select id, v * 2 as v from raw.a where v > 0"
     grouped = "select g, sum(v) as s from raw.a group by g"
     assert checked(rowwise, ("id",)) and checked(grouped)
     assert not checked(rowwise)  # keyless: writes_direct
     assert not checked(rowwise, ("id",), replaces=False)  # rebuilt in place, as a difference
-    assert not checked(rowwise, ("id",), kept=False)  # the ceiling only a staging records
     assert not checked(grouped, upkeep="delta")  # the sidecar built with it
     assert checked(grouped, upkeep="delta", fallback="refresh_mode='full'")
     assert not checked(rowwise, ("id",), strategy=Strategy.FULL)

@@ -26,7 +26,8 @@ from dbt.adapters.spark_batch_refresh.engine.apply import Applier, ConcurrentRef
 from dbt.adapters.spark_batch_refresh.engine.chunks import ChunkedApply, lease_error
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, columns_hash
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, parse_config
-from dbt.adapters.spark_batch_refresh.storage.delta import Columns, DeltaReader, SharedHistories
+from dbt.adapters.spark_batch_refresh.storage.delta import (
+    Columns, DeltaReader, SharedHistories, feed_key_max)
 from dbt.adapters.spark_batch_refresh.errors import (
     BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError, NullKeyError)
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
@@ -142,11 +143,12 @@ class Refresher:
                  histories: Optional[SharedHistories] = None,
                  inserted_key_max: Optional[InsertedKeyMax] = None) -> None:
         self._recorder = recorder  # the invocation's, written once at its end (record.py)
-        # The largest key a target commit inserted, from its file statistics: the embedded
-        # session only (storage/jvm_commit_stats.py); without it such a ceiling stays unknown.
-        self._inserted_key_max = inserted_key_max
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
+        # The largest key a target commit inserted: from its file statistics where the
+        # embedded session gives them, else from its change feed, one statement (metered).
+        self._inserted_key_max: InsertedKeyMax = inserted_key_max or (
+            lambda target, version, column: feed_key_max(self._fetch, target, version, column))
         # The invocation's upstream histories, shared with the other models' refreshes.
         self.reader = DeltaReader(self._fetch, histories)
         self.views = ViewReader(self._fetch, histories)
@@ -239,8 +241,8 @@ class Refresher:
     def _inserts_replay(self, config: BatchRefreshConfig, analysis: sa.Analysis, log: TargetLog,
                         state: Optional[ModelState],
                         latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
-        """Whether a replay now would likely be one checked INSERT (`_inline_write`): the
-        embedded session, a row-wise model with one key column that has a ceiling in the
+        """Whether a replay now would likely be one checked INSERT (`_inline_write`): a
+        row-wise model with one key column that has a ceiling in the
         target's newest refresh commit, one upstream moved by inserts alone. For the cost
         estimate only: the write itself checks again."""
         last = log.last
@@ -253,9 +255,9 @@ class Refresher:
             {u: p.version for u, p in state.consumed.items()}, latest))
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
-        """Whether the change to replay is one upstream's commits that hold inserts alone, and
-        this session can read the ceiling such a replay needs (`_inline_write`)."""
-        if self._inserted_key_max is None or len(ranges) != 1:
+        """Whether the change to replay is one upstream's commits that hold inserts alone
+        (`_inline_write`)."""
+        if len(ranges) != 1:
             return False
         (upstream, (start, end)), = ranges.items()
         return self.reader.inserts_only(upstream, start, end)
@@ -444,8 +446,7 @@ class Refresher:
         plan, req, key = run.plan, run.req, run.single_key()
         replaces = req.target_kind == "none" or (req.target_kind == "delta" and req.full_refresh)
         if not backfills_checked(plan.strategy, run.config, run.analysis, plan.action,
-                                 plan.fallback_reason, replaces_target=replaces,
-                                 ceiling_kept=key is None or self._inserted_key_max is not None):
+                                 plan.fallback_reason, replaces_target=replaces):
             return None
         select = sqlgen.backfill_checked(pinned_model(req.sql, run.analysis, plan.versions_to()),
                                          [c for c, _ in run.columns], run.config.unique_key)
@@ -461,7 +462,7 @@ class Refresher:
         last = run.log.last
         if last is None or last.key_top_added is None:
             run.ceiling = last.key_top if last is not None else None
-        elif self._inserted_key_max is not None and last.version >= 0:
+        elif last.version >= 0:
             inserted = self._inserted_key_max(run.req.target, last.version,
                                               last.key_top_added.column)
             run.ceiling = with_inserted(last.key_top, last.key_top_added, inserted)

@@ -131,19 +131,17 @@ def writes_direct(strategy: Strategy, config: BatchRefreshConfig, analysis: Anal
 
 
 def backfills_checked(strategy: Strategy, config: BatchRefreshConfig, analysis: Analysis,
-                      action: str, fallback: Optional[str], *, replaces_target: bool,
-                      ceiling_kept: bool) -> bool:
+                      action: str, fallback: Optional[str], *, replaces_target: bool) -> bool:
     """Whether a keyed backfill is written straight from the model with its key checks in the
     write's SELECT (sqlgen.backfill_checked), nothing cached: a failed check fails the write
     before its commit, and the refresh then stages and checks as usual, so a bad key gets its
     usual error. Only where the write replaces the target (`replaces_target`: none yet, or
-    `--full-refresh` of a Delta one; a rebuild in place merges a difference instead), where
-    the key ceiling a staging would record is kept all the same (`ceiling_kept`: the key has
-    none, or the next replay can read it from the commit; plan/key_top.py), and with no
-    sidecar to build. (At 2M rows the staged backfill cost 3.6x the `table`: bench/README.md,
+    `--full-refresh` of a Delta one; a rebuild in place merges a difference instead), and
+    with no sidecar to build. Its key ceiling, which a staging recorded, the next replay reads
+    back from its commit (plan/key_top.py). (At 2M rows the staged backfill cost 3.6x the `table`: bench/README.md,
     "First builds".)"""
     return (strategy is Strategy.BACKFILL and bool(config.unique_key) and replaces_target
-            and ceiling_kept and not writes_sidecar(config, analysis, action, fallback))
+            and not writes_sidecar(config, analysis, action, fallback))
 
 
 def sidecar_behind(config: BatchRefreshConfig, analysis: Analysis, last_action: Optional[str],

@@ -16,6 +16,7 @@ from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, moved_r
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch
 from dbt.adapters.spark_batch_refresh.storage.values import as_datetime, as_map
 from dbt.adapters.spark_batch_refresh.sql.rewrite import quote_relation
+from dbt.adapters.spark_batch_refresh.sql.sqlgen import q
 from dbt.adapters.spark_batch_refresh.sql.statements import first_word, written_tables
 
 # How far back a run looks for its own last commit when the newest one is not a refresh's
@@ -294,3 +295,20 @@ def inserts_only(entry: Mapping[str, Any]) -> bool:
         return all(int(metrics[name]) == 0 for name in _NOT_INSERTS)
     except (KeyError, TypeError, ValueError):
         return False
+
+
+def feed_key_max(fetch: Fetch, relation: str, version: int, column: str) -> Optional[str]:
+    """The largest `column` value the commit `version` of `relation` inserted, as Spark casts
+    it to text, read from the commit's change feed: over a SQL connection (Thrift, Spark
+    Connect), where the embedded session reads its files' statistics instead
+    (storage/jvm_commit_stats.py). A Spark job over the files the commit added, one key column
+    of them. None when the feed cannot be read (the ceiling stays unknown: the next replay
+    reads the target)."""
+    try:
+        rows = fetch(f"SELECT CAST(max({q(column)}) AS STRING) AS top "
+                     f"FROM table_changes('{relation}', {int(version)}, {int(version)}) "
+                     "WHERE _change_type = 'insert'")
+    except DbtRuntimeError:
+        return None
+    top = rows[0].get("top") if rows else None
+    return None if top is None else str(top)
