@@ -2,7 +2,8 @@
 read, a child takes its parent's read after the parent's commit, a `table` model built between
 them does not make them read the source again (it writes only itself), and a statement of
 dbt's that writes the source (here a pre-hook inserting into it) makes the next model read
-afresh, so it sees the rows its DAG promises it (storage/delta.py SharedHistories)."""
+afresh, so it sees the rows its DAG promises it (storage/delta.py SharedHistories). The
+backfills' DESCRIBE DETAIL of each upstream is shared the same way."""
 
 from __future__ import annotations
 
@@ -64,11 +65,18 @@ class TestSharedHistories:
         project.run_sql(f"create table {src} (id int, v int) using delta "
                         f"tblproperties (delta.enableChangeDataFeed = true)")
         project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(20)")
-        run_ok(["run", "--threads", "1"])
-
-        project.run_sql(f"update {src} set v = v + 100 where id < 3")
         trace = tmp_path / "trace.tsv"
         monkeypatch.setenv(TRACE_ENV, str(trace))
+        run_ok(["run", "--threads", "1"])
+        # The backfills read each upstream's DESCRIBE DETAIL (table id, change-feed property)
+        # once too: a, b and later share src's, hooked reads it again after its pre-hook's
+        # insert (on main each of the four read it).
+        details = re.compile(rf"DESCRIBE DETAIL `?{schema}`?\.`?src`?\s*$", re.I)
+        first_run = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
+        assert sum(1 for s in first_run if details.search(s)) == 2, first_run
+
+        project.run_sql(f"update {src} set v = v + 100 where id < 3")
+        trace.write_text("")
         second = {r.node.name: r.adapter_response for r in run_ok(["run", "--threads", "1"])}
         actions = {n: r.get("action") for n, r in second.items()}
         assert {n: actions[n] for n in ("a", "b", "child", "later", "hooked")} == {

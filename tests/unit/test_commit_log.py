@@ -210,3 +210,33 @@ def test_histories_are_shared_until_dbt_may_have_written() -> None:
         shared.saw(other)
         DeltaReader(fetch, shared).latest_point("s.t")
     assert len(asked) == 9
+
+
+def test_table_details_are_shared_like_histories() -> None:
+    """A backfill reads each upstream's DESCRIBE DETAIL: once per invocation, forgotten when
+    dbt may have written the table or a refresh wrote it (its read after the commit)."""
+    from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader, SharedHistories
+
+    asked = []
+
+    def fetch(sql: str):
+        asked.append(sql)
+        return [{"id": f"id{len(asked)}", "properties": {"delta.enableChangeDataFeed": "true"}}]
+
+    shared = SharedHistories()
+    first = DeltaReader(fetch, shared).details(["s.t", "s.u"])
+    assert DeltaReader(fetch, shared).details(["S.T"])["S.T"] == first["s.t"]  # another model
+    assert len(asked) == 2 and first["s.t"] == ("id1", {"delta.enableChangeDataFeed": "true"})
+    shared.saw("select * from s.t")
+    shared.saw("create or replace table s.other as select 1")
+    DeltaReader(fetch, shared).details(["s.t"])
+    assert len(asked) == 2
+    shared.saw("create or replace table s.t as select 1")  # a `table` model rebuilt it
+    assert DeltaReader(fetch, shared).details(["s.t"])["s.t"][0] == "id3"
+    DeltaReader(fetch, shared).details(["s.u"])
+    assert len(asked) == 3
+    DeltaReader(lambda sql: [], shared).read_after_commit("`s`.`u`")  # a refresh wrote it
+    assert DeltaReader(fetch, shared).details(["s.u"])["s.u"][0] == "id4"
+    shared.clear()  # the invocation ended
+    DeltaReader(fetch, shared).details(["s.t", "s.u"])
+    assert len(asked) == 6

@@ -12,9 +12,9 @@ whole model (backfill, full recompute) sets it to the staging's largest key; a r
 to its staged keys' largest; a write that cannot know its keys before its commit (an overwrite,
 an append checked inline) records `key_top_added`, and the next replay reads the keys it
 inserted from that commit (its file statistics in the embedded session,
-storage/jvm_commit_stats.py; its change feed over a server, storage/delta.py); anything else (a key that is not one
-column of a type compared the same way here and in Spark, a commit that cannot be read) leaves
-it unknown, and the next replay reads the target as before. Deleting rows never invalidates an upper bound, and a
+storage/jvm_commit_stats.py; its change feed over a server, storage/delta.py); anything else
+(a key that is not one column of a type compared the same way here and in Spark, a commit
+that cannot be read) leaves it unknown, and the next replay reads the target as before. Deleting rows never invalidates an upper bound, and a
 commit from outside batch_refresh makes the next refresh a rebuild (preflight.py), so the
 bound read from the newest refresh commit holds for the target a replay writes.
 """

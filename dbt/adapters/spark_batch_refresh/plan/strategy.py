@@ -138,8 +138,8 @@ def backfills_checked(strategy: Strategy, config: BatchRefreshConfig, analysis: 
     usual error. Only where the write replaces the target (`replaces_target`: none yet, or
     `--full-refresh` of a Delta one; a rebuild in place merges a difference instead), and
     with no sidecar to build. Its key ceiling, which a staging recorded, the next replay reads
-    back from its commit (plan/key_top.py). (At 2M rows the staged backfill cost 3.6x the `table`: bench/README.md,
-    "First builds".)"""
+    back from its commit (plan/key_top.py). (At 2M rows the staged backfill cost 3.6x the
+    `table`: bench/README.md, "First builds".)"""
     return (strategy is Strategy.BACKFILL and bool(config.unique_key) and replaces_target
             and not writes_sidecar(config, analysis, action, fallback))
 

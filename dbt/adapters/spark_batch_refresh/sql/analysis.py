@@ -505,8 +505,8 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
 def _passed_key(select: exp.Select) -> Tuple[str, ...]:
     """The key of the one relation `select` reads, when each row of it makes at most one
     output row (a filter, a projection, a window or QUALIFY: no join, GROUP BY, aggregate,
-    DISTINCT, LATERAL VIEW or generator at this level) and every key column comes out as a plain column
-    (or through `*`)."""
+    DISTINCT, LATERAL VIEW or generator at this level) and every key column comes out as a
+    plain column (or through `*`)."""
     if (any(select.args.get(a) for a in ("joins", "laterals", "group", "distinct", "having"))
             or st.generates_rows(select)):
         return ()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -37,6 +37,7 @@ HISTORY_WINDOW = 20
 # further back.
 AFTER_COMMIT_WINDOW = 2
 Columns = List[tuple[str, str]]
+Detail = Tuple[Optional[str], Dict[str, str]]  # a table's Delta id and properties
 _SHIFT = timedelta(milliseconds=1)
 
 
@@ -76,6 +77,9 @@ class SharedHistories:
 
     def __init__(self) -> None:
         self._rows: Dict[str, List[Dict[str, Any]]] = {}
+        # Each relation's DESCRIBE DETAIL (table id, properties), which a backfill reads for
+        # every upstream: forgotten with the relation's history.
+        self._details: Dict[str, Detail] = {}
         # Other catalog reads shared the same way (storage/views.py: views per database,
         # view definitions), forgotten with the histories.
         self._facts: Dict[tuple, Any] = {}
@@ -86,8 +90,19 @@ class SharedHistories:
             return self._rows.get(_relation_key(relation))
 
     def put(self, relation: str, rows: List[Dict[str, Any]]) -> None:
+        """A newer history of `relation` (a refresh's read after its own write, which may
+        have replaced the table: its detail is read again)."""
         with self._lock:
             self._rows[_relation_key(relation)] = rows
+            self._details.pop(_relation_key(relation), None)
+
+    def detail(self, relation: str) -> Optional[Detail]:
+        with self._lock:
+            return self._details.get(_relation_key(relation))
+
+    def put_detail(self, relation: str, detail: Detail) -> None:
+        with self._lock:
+            self._details[_relation_key(relation)] = detail
 
     def fact(self, key: tuple) -> Any:
         with self._lock:
@@ -100,6 +115,7 @@ class SharedHistories:
     def clear(self) -> None:
         with self._lock:
             self._rows.clear()
+            self._details.clear()
             self._facts.clear()
 
     def saw(self, sql: str) -> None:
@@ -111,9 +127,10 @@ class SharedHistories:
             self.clear()
             return
         with self._lock:
-            for key in [k for k in self._rows
-                        if any(k == n or k.endswith("." + n) for n in written)]:
-                del self._rows[key]
+            for known in (self._rows, self._details):
+                for key in [k for k in known
+                            if any(k == n or k.endswith("." + n) for n in written)]:
+                    del known[key]
             # View definitions and view lists: a created or dropped view changes them.
             self._facts.clear()
 
@@ -162,13 +179,18 @@ class DeltaReader:
                 for name in missing])
         return latest
 
-    def details(self, upstreams: List[str]) -> Dict[str, tuple[Optional[str], Dict[str, str]]]:
-        """Delta table id and properties of each upstream (DESCRIBE DETAIL)."""
+    def details(self, upstreams: List[str]) -> Dict[str, Detail]:
+        """Delta table id and properties of each upstream (DESCRIBE DETAIL), read once per
+        invocation (TPC-H's 22 backfills read 72 for 8 tables, 0.09 s each)."""
         found = {}
         for upstream in upstreams:
-            rows = self._fetch(f"DESCRIBE DETAIL {quote_relation(upstream)}")
-            detail = rows[0] if rows else {}
-            found[upstream] = (detail.get("id"), as_map(detail.get("properties")))
+            known = self._shared.detail(upstream)
+            if known is None:
+                rows = self._fetch(f"DESCRIBE DETAIL {quote_relation(upstream)}")
+                row = rows[0] if rows else {}
+                known = (row.get("id"), as_map(row.get("properties")))
+                self._shared.put_detail(upstream, known)
+            found[upstream] = known
         return found
 
     def same_table(self, upstream: str, seen: UpstreamPoint, latest: int) -> Optional[bool]:
