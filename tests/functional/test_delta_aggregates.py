@@ -13,6 +13,7 @@ from typing import Any, Dict, List
 import pytest
 
 from dbt.tests.util import run_dbt, run_dbt_and_capture
+from dbt.adapters.spark_batch_refresh.engine.run_result import TRACE_ENV
 from tests.functional.helpers import STATE_SUFFIX, assert_contract, rows
 
 MODELS = {
@@ -82,7 +83,7 @@ class TestSidecar:
     def models(self):
         return MODELS
 
-    def test_sidecar_recovers(self, project, monkeypatch):
+    def test_sidecar_recovers(self, project, monkeypatch, tmp_path):
         src = f"{project.test_schema}.src"
         project.run_sql(f"create table {src} (id int, grp int, v int, price decimal(10, 2), "
                         f"d double) using delta tblproperties (delta.enableChangeDataFeed = true)")
@@ -105,9 +106,24 @@ class TestSidecar:
                           "sub_rank", "by_size"):
                 assert_contract(project, model)
 
+        trace = tmp_path / "trace.tsv"
+        monkeypatch.setenv(TRACE_ENV, str(trace))
         first = _run(project)
+        monkeypatch.delenv(TRACE_ENV)
         assert {m: r["action"] for m, r in first.items()} == dict.fromkeys(first, "backfill")
         contract()
+        # No target yet: each sidecar is built (all but the double sum's), then the target
+        # written straight from the model read from it, a key's checks in the write; nothing
+        # cached (until this session the model over the sidecar was staged in the session's
+        # cache, its keys checked there, and the target written from the cache).
+        statements = trace.read_text().splitlines()
+        assert not [line for line in statements if "CACHE TABLE" in line], statements
+        created = [line.split("CREATE OR REPLACE TABLE ", 1)[1].split(" USING ", 1)[0]
+                   for line in statements if "CREATE OR REPLACE TABLE " in line]
+        built = sorted(name.split("model_test_", 1)[1].split("__br_agg")[0]
+                       for name in created if "__br_agg" in name)
+        assert built == ["by_grp", "by_size", "grp_rank", "overall", "rows_only", "sub_rank"]
+        assert len(created) == len(built) + len(first), created
 
         change(1)
         second = _run(project)

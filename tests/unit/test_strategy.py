@@ -12,7 +12,7 @@ import pytest
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
-    BACKFILL, OVERWRITE, REPLAY, REPLAY_RULES, Strategy, Write, backfills_checked, choose_write,
+    REPLAY, REPLAY_RULES, Strategy, Write, backfills_checked, choose_write,
     replay_rule, writes_direct)
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql.sqlgen import INLINE_CHECK_MARKER, backfill_checked
@@ -70,42 +70,40 @@ def test_choose_write(strategy, keyed, rows, replaceable, in_place, write):
 
 
 def test_what_is_written_straight_from_the_model():
-    """Nothing to check or build before the write: an overwrite, and a keyless model's
-    backfill or full recompute without a sidecar; a key or a sidecar keeps the staging."""
-    def direct(sql: str, strategy: Strategy, key: tuple = (), upkeep: str = "recompute",
-               action: str = BACKFILL, fallback=None) -> bool:
+    """Nothing to check before the write: an overwrite, and a keyless model's backfill or full
+    recompute, a sidecar's included (built first, the model read from it); a key keeps the
+    staging unless the backfill checks it in the write (backfills_checked)."""
+    def direct(sql: str, strategy: Strategy, key: tuple = (), upkeep: str = "recompute") -> bool:
         analysis = sa.analyze(sql, list(key))
         config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
-        return writes_direct(strategy, config, analysis, action, fallback)
+        return writes_direct(strategy, config)
 
     rowwise = "select id, v * 2 as v from raw.a where v > 0"
     total = "select sum(v) as s, count(*) as n from raw.a"
     assert direct(rowwise, Strategy.BACKFILL)
-    assert direct(rowwise, Strategy.FULL, action="full", fallback="refresh_mode='full'")
+    assert direct(rowwise, Strategy.FULL)
     assert direct(total, Strategy.BACKFILL)
-    assert direct(rowwise, Strategy.OVERWRITE, ("id",), action=OVERWRITE)
+    assert direct(rowwise, Strategy.OVERWRITE, ("id",))
     assert not direct(rowwise, Strategy.BACKFILL, ("id",))  # its keys checked first
     assert not direct("select g, sum(v) as s from raw.a group by g", Strategy.BACKFILL)  # inferred
-    assert not direct(total, Strategy.BACKFILL, upkeep="delta")  # the sidecar built with it
-    assert not direct(rowwise, Strategy.APPEND, action=REPLAY)
+    assert direct(total, Strategy.BACKFILL, upkeep="delta")  # the sidecar built first
+    assert not direct(rowwise, Strategy.APPEND)
 
 
 def test_which_keyed_backfills_check_their_keys_in_the_write():
-    """A keyed backfill that replaces the target and builds no sidecar."""
-    def checked(sql: str, key: tuple = (), upkeep: str = "recompute", fallback=None,
-                replaces: bool = True, strategy=Strategy.BACKFILL) -> bool:
+    """A keyed backfill that replaces the target (a sidecar is built first)."""
+    def checked(sql: str, key: tuple = (), upkeep: str = "recompute", replaces: bool = True,
+                strategy=Strategy.BACKFILL) -> bool:
         analysis = sa.analyze(sql, list(key))
         config = BatchRefreshConfig(unique_key=tuple(analysis.key), aggregate_upkeep=upkeep)
-        return backfills_checked(strategy, config, analysis, BACKFILL, fallback,
-                                 replaces_target=replaces)
+        return backfills_checked(strategy, config, replaces_target=replaces)
 
     rowwise = "select id, v * 2 as v from raw.a where v > 0"
     grouped = "select g, sum(v) as s from raw.a group by g"
     assert checked(rowwise, ("id",)) and checked(grouped)
     assert not checked(rowwise)  # keyless: writes_direct
     assert not checked(rowwise, ("id",), replaces=False)  # rebuilt in place, as a difference
-    assert not checked(grouped, upkeep="delta")  # the sidecar built with it
-    assert checked(grouped, upkeep="delta", fallback="refresh_mode='full'")
+    assert checked(grouped, upkeep="delta")  # the sidecar built first
     assert not checked(rowwise, ("id",), strategy=Strategy.FULL)
 
 

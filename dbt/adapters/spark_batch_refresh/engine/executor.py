@@ -46,7 +46,7 @@ from dbt.adapters.spark_batch_refresh.plan.strategy import (
 from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
-from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager, pinned_model
+from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
 from dbt.adapters.spark_batch_refresh.storage.views import ViewReader
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
@@ -82,6 +82,11 @@ class _Run:
     @property
     def refresh(self) -> int:
         return (self.log.last.refresh if self.log.last else 0) + 1
+
+    @property
+    def previous_plan(self) -> Optional[str]:
+        """The plan of the target's newest refresh (its sidecar version, aggstage.py)."""
+        return self.log.last.plan_id if self.log.last else None
 
     @property
     def view(self) -> str:
@@ -445,11 +450,13 @@ class Refresher:
         replay, as an overwrite's is (key_top_added)."""
         plan, req, key = run.plan, run.req, run.single_key()
         replaces = req.target_kind == "none" or (req.target_kind == "delta" and req.full_refresh)
-        if not backfills_checked(plan.strategy, run.config, run.analysis, plan.action,
-                                 plan.fallback_reason, replaces_target=replaces):
+        if not backfills_checked(plan.strategy, run.config, replaces_target=replaces):
             return None
-        select = sqlgen.backfill_checked(pinned_model(req.sql, run.analysis, plan.versions_to()),
-                                         [c for c, _ in run.columns], run.config.unique_key)
+        agg_run = self._stager.agg_run(req, run.config, run.analysis, plan, plan_id=run.run_id,
+                                       refresh=run.refresh, previous_plan=run.previous_plan)
+        model = self._stager.whole_model(req.sql, run.analysis, plan, run.columns, agg_run)
+        select = sqlgen.backfill_checked(model, [c for c, _ in run.columns],
+                                         run.config.unique_key)
         return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
                       top_key=key, inline=True, direct=True)
 
@@ -473,7 +480,7 @@ class Refresher:
         config = run.config
         run.staged = self._stager.stage_plan(
             run.req, config, run.analysis, run.plan, run.columns, run.view, plan_id=run.run_id,
-            refresh=run.refresh, previous_plan=run.log.last.plan_id if run.log.last else None)
+            refresh=run.refresh, previous_plan=run.previous_plan)
         if run.plan.action == REPLAY:
             run.staged.target_top = self._ceiling(run)  # the target as the replay finds it
         run.result.staged_rows = run.staged.rows

@@ -127,24 +127,32 @@ class Stager:
         persisted staging is gone), with the delta aggregate's sidecar run where the model
         keeps one."""
         strategy = plan.strategy
-        if writes_direct(strategy, config, analysis, plan.action, plan.fallback_reason):
+        agg_run = self.agg_run(req, config, analysis, plan, plan_id=plan_id, refresh=refresh,
+                               previous_plan=previous_plan)
+        if writes_direct(strategy, config):
             # Written straight from the model at the pinned versions, as dbt's `table` is:
             # nothing cached, no key check (the refreshes that apply by key check theirs),
             # rows counted by the write. An overwrite leaves a sidecar behind (TPC-H:
             # rebuilding it made an overwrite 1.4-2.7x its table; docs/decisions.md, session 38).
-            model_sql = pinned_model(req.sql, analysis, plan.versions_to())
+            model_sql = self.whole_model(req.sql, analysis, plan, columns, agg_run)
             return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy,
                           direct=True)
         if strategy is Strategy.APPEND:
             rows = self.append_guard(req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
-        agg_run = None
-        if writes_sidecar(config, analysis, plan.action, plan.fallback_reason):
-            agg_run = AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
-                             plan_id, refresh, previous_plan)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
                           plan=plan, model_columns=columns, view=view, agg_run=agg_run,
                           target=req.target)
+
+    @staticmethod
+    def agg_run(req: RefreshRequest, config: BatchRefreshConfig, analysis: sa.Analysis,
+                plan: Plan, *, plan_id: str, refresh: int,
+                previous_plan: Optional[str]) -> Optional[AggRun]:
+        """The sidecar this refresh keeps in step, or None where it writes none."""
+        if not writes_sidecar(config, analysis, plan.action, plan.fallback_reason):
+            return None
+        return AggRun(req.state_schema, ad.sidecar_table(req.state_schema, req.model_id),
+                      plan_id, refresh, previous_plan)
 
     def stage(self, *, model: str, sql: str, config: BatchRefreshConfig, analysis: sa.Analysis,
               plan: Plan, model_columns: Columns, view: str,
@@ -153,12 +161,7 @@ class Stager:
         model_sql = pinned_model(sql, analysis, pinned)
         extra: List[str] = []
         strategy = plan.strategy
-        delta = (analysis.delta or analysis.intermediate) if agg_run is not None else None
-        types: Mapping[str, str] = {}
-        if delta is not None:
-            types, problem = self._upkeep.state_types(delta, pinned)
-            # e.g. a double sum: recompute its groups, never drift
-            delta = None if problem is not None else delta.typed(types)
+        delta, types = self._kept(analysis, agg_run, pinned)
         ranges = plan.ranges()
         select: Optional[str] = None
         partial = rebuilt = False
@@ -238,6 +241,30 @@ class Stager:
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
+
+    def whole_model(self, sql: str, analysis: sa.Analysis, plan: Plan, columns: Columns,
+                    agg_run: Optional[AggRun]) -> str:
+        """The whole model at the plan's pinned versions, for a write straight from it (a
+        backfill or full recompute written as dbt's `table` is): where the refresh keeps a
+        sidecar (`agg_run`), the sidecar built first and the model read from it, as a staged
+        backfill's is."""
+        pinned = plan.versions_to()
+        model_sql = pinned_model(sql, analysis, pinned)
+        delta, _ = self._kept(analysis, agg_run, pinned)
+        if delta is None or agg_run is None:
+            return model_sql
+        return self._built(delta, agg_run, pinned, columns, model_sql)
+
+    def _kept(self, analysis: sa.Analysis, agg_run: Optional[AggRun], pinned: Mapping[str, int]
+              ) -> Tuple[Optional[ad.DeltaAggregate], Mapping[str, str]]:
+        """The aggregate the refresh keeps in its sidecar, typed by the sidecar's columns, and
+        those types; None where it keeps none or a type rules delta upkeep out (a double
+        sum: its groups are recomputed, never drifted)."""
+        delta = (analysis.delta or analysis.intermediate) if agg_run is not None else None
+        if delta is None:
+            return None, {}
+        types, problem = self._upkeep.state_types(delta, pinned)
+        return (None if problem is not None else delta.typed(types)), types
 
     def _built(self, delta: ad.DeltaAggregate, agg_run: AggRun, pinned: Mapping[str, int],
                model_columns: Columns, model_sql: str) -> str:

@@ -116,32 +116,30 @@ def writes_sidecar(config: BatchRefreshConfig, analysis: Analysis, action: str,
     return keeps_sidecar(config, analysis) and action != OVERWRITE and fallback is None
 
 
-def writes_direct(strategy: Strategy, config: BatchRefreshConfig, analysis: Analysis,
-                  action: str, fallback: Optional[str]) -> bool:
+def writes_direct(strategy: Strategy, config: BatchRefreshConfig) -> bool:
     """Whether a refresh writes the model straight into the target at the pinned versions,
     nothing staged, as dbt's `table` does: an overwrite, and a backfill or full recompute of
-    a model with no key to check before the write and no sidecar to build. (Staging exists for
-    the key checks, the key ceiling and a sidecar; a keyless model has none of these, and
-    caching its whole output before writing it cost a second materialization: bench/README.md,
-    "First builds".)"""
+    a model with no key to check before the write. (Staging exists for the key checks and
+    the key ceiling; a keyless model has neither, and caching its whole output before writing
+    it cost a second materialization: bench/README.md, "First builds".) A sidecar the
+    refresh keeps is built first and the model read from it (Stager.whole_model)."""
     if strategy is Strategy.OVERWRITE:
         return True
-    return (strategy in (Strategy.BACKFILL, Strategy.FULL) and not config.unique_key
-            and not writes_sidecar(config, analysis, action, fallback))
+    return strategy in (Strategy.BACKFILL, Strategy.FULL) and not config.unique_key
 
 
-def backfills_checked(strategy: Strategy, config: BatchRefreshConfig, analysis: Analysis,
-                      action: str, fallback: Optional[str], *, replaces_target: bool) -> bool:
+def backfills_checked(strategy: Strategy, config: BatchRefreshConfig, *,
+                      replaces_target: bool) -> bool:
     """Whether a keyed backfill is written straight from the model with its key checks in the
     write's SELECT (sqlgen.backfill_checked), nothing cached: a failed check fails the write
     before its commit, and the refresh then stages and checks as usual, so a bad key gets its
     usual error. Only where the write replaces the target (`replaces_target`: none yet, or
-    `--full-refresh` of a Delta one; a rebuild in place merges a difference instead), and
-    with no sidecar to build. Its key ceiling, which a staging recorded, the next replay reads
-    back from its commit (plan/key_top.py). (At 2M rows the staged backfill cost 3.6x the
-    `table`: bench/README.md, "First builds".)"""
-    return (strategy is Strategy.BACKFILL and bool(config.unique_key) and replaces_target
-            and not writes_sidecar(config, analysis, action, fallback))
+    `--full-refresh` of a Delta one; a rebuild in place merges a difference instead). A
+    sidecar is built first and the model read from it, as for writes_direct. Its key
+    ceiling, which a staging recorded, the next replay reads back from its commit
+    (plan/key_top.py). (At 2M rows the staged backfill cost 3.6x the `table`:
+    bench/README.md, "First builds".)"""
+    return strategy is Strategy.BACKFILL and bool(config.unique_key) and replaces_target
 
 
 def sidecar_behind(config: BatchRefreshConfig, analysis: Analysis, last_action: Optional[str],
