@@ -134,15 +134,13 @@ class Applier:
             return self._append(req, commit, cols)
         if write is Write.MARKER:
             return self._marker(req.target, cols)
-        if write is Write.INSERT_CHECKED:
-            # Counted from the commit's metrics, not the statement's result: Spark 3.5's
-            # Thrift server returns an INSERT no result set, and reading one failed in PyHive.
-            self._run(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
-            return {}
-        if write is Write.INSERT_NEW:
+        if write in (Write.INSERT_CHECKED, Write.INSERT_NEW):
             # Keys above the target's ceiling: no row to match or guard (plan/key_top.py).
             self._run(f"INSERT INTO {req.target} ({cols}) SELECT {cols} FROM {staged.source}")
-            return {"rows_inserted": staged.rows}
+            # An inline-checked INSERT staged nothing to count: its rows come from the commit's
+            # metrics, not the statement's result (Spark 3.5's Thrift server returns an INSERT
+            # no result set, and reading one failed in PyHive).
+            return {} if staged.inline else {"rows_inserted": staged.rows}
         if write is Write.REPLACE_WHERE:
             return self._replace(req, config, staged, columns)
         return self._merge(req, config, staged, commit, columns,
