@@ -1,16 +1,17 @@
 """The product through Spark Connect (`method: connect`), and the `connect` extra alone.
 
-Every test of the Thrift suite's class (tests/thrift/test_thrift.py), in its order, against a
-Spark Connect server instead of a Thrift Server: backfill + replay of the row-wise (several
-chunks), join + aggregate and chained models with `--threads 4`, a change-feed gap rebuilt, a
-killed dbt client resumed (its Connect session dropped mid-refresh), a model edit rebuilt, parked
-runs losing to a concurrent commit, the lease race of two processes, a wait for a held lease and
-one that runs out, two single-chunk runs released together. What the refresh sends is the same
+The Thrift suite's class (tests/thrift/test_thrift.py), in its order, against a Spark Connect
+server instead of a Thrift Server: backfill + replay of the row-wise (several chunks), join +
+aggregate and chained models with `--threads 4`, a change-feed gap rebuilt, a killed dbt client
+resumed (its Connect session dropped mid-refresh), a model edit rebuilt, the lease race of two
+processes, two single-chunk runs released together. What the refresh sends is the same
 SQL; what differs is the transport: one Connect session per dbt connection (session confs such
 as the txnAppId/txnVersion of an idempotent write are per session), errors arriving as
 Connect's exceptions (gap, conflict and lease errors are recognised from them), results as Arrow.
 
-Left to the Thrift suite: the standalone-cluster check (this server runs `local[1]`).
+Left to the Thrift suite: the standalone-cluster check (this server runs `local[1]`), the parked
+runs losing to a concurrent commit and the wait for a held lease (their statements and errors
+are those of the two races that run here).
 
 Then, in this file so that `--dist loadfile` runs it on the worker whose server is up: the wheel
 with only the `connect` extra in a fresh venv (no JVM-backed pyspark, no Spark jars) passes
@@ -30,7 +31,7 @@ from tests.lean_install import ROOT, build
 from tests.thrift import test_thrift as thrift_suite  # a module: its class is not collected here
 
 _Base = thrift_suite.TestThriftServer  # not bound to a Test* name here, so not collected twice
-_CLUSTER_ONLY = {"test_connection_is_thrift_on_a_cluster"}
+_DEFAULT_ONLY = thrift_suite.DEFAULT_SERVER_ONLY
 
 
 class TestConnectServer:
@@ -76,7 +77,7 @@ class TestConnectServer:
 
 # The Thrift class's tests in its own order (they build on each other's state).
 for _name, _test in vars(_Base).items():
-    if _name.startswith("test_") and _name not in _CLUSTER_ONLY:
+    if _name.startswith("test_") and _name not in _DEFAULT_ONLY:
         setattr(TestConnectServer, _name, _test)
 
 
