@@ -47,11 +47,14 @@ def dbt_profile_target():
 
 
 @pytest.fixture(scope="session")
-def lean_install(tmp_path_factory):
-    """The wheel in a fresh venv without extras (tests/lean_install.py), built once."""
-    from tests.lean_install import build
+def lean_install(tmp_path_factory, worker_id):
+    """The wheel in a fresh venv without extras (tests/lean_install.py), built once for the
+    whole `make test`: the Thrift file and the packaging file run on different workers, and
+    each built its own venv (~40 s)."""
+    from tests.lean_install import build_shared
 
-    return build(tmp_path_factory.mktemp("lean-install"))
+    base = tmp_path_factory.getbasetemp()
+    return build_shared(base.parent if worker_id != "master" else base)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -67,24 +70,25 @@ def _fresh_adapter_registry():
     yield
 
 
-# Heaviest files first (seconds per file under `make test`, 2026-11-24 CI run of 0a1d7f0, before
-# tests/thrift35 ran the whole class; the two workers contend for two cores): under
-# `make test`'s two workers (`--dist loadfile --no-loadscope-reorder` hands out whole files in
-# collection order; xdist's default order is most tests first, which started the 1-test crash
-# file with the Thrift file on one worker) a long file started last would run alone at the end
-# while the other worker sits idle.
+# Heaviest files first (seconds per file under `make test`, the junit report of the 2026-11-29
+# run of 9f67b14, two workers contending for two cores; the VACUUM listing fix after it,
+# tests/spark_confs.py, takes ~100 s off each file marked *): under `make test`'s two workers
+# (`--dist loadfile --no-loadscope-reorder` hands out whole files in collection order; xdist's
+# default order is most tests first, which started the 1-test crash file with the Thrift file
+# on one worker) a long file started last would run alone at the end while the other worker
+# sits idle.
 HEAVIEST_FIRST = [
-    "tests/thrift/",  # 1382: a standalone cluster, its server, subprocess races
-    "tests/crash/",  # 963: five cold-JVM driver processes
-    "tests/thrift35/",  # 710 (about 1100 with the whole class): the Spark 3.5 server
-    "tests/connect/",  # new: 470 alone (a Spark Connect server, the Thrift class, a lean venv)
-    "tests/functional/test_tpch.py",  # new: 468 alone (22 TPC-H models, a backfill, a refresh)
-    "tests/functional/test_changes.py",  # 772
-    "tests/functional/test_batch_refresh.py",  # 259
-    "tests/functional/test_shapes.py",  # 605
-    "tests/functional/test_real_sql.py",  # new: about 300 (14 models, 5 runs, round trip)
-    "tests/functional/test_delta_aggregates.py",  # 250 alone, 360 beside another suite (new)
-    "tests/fuzz/",  # new: about 90-150 (8 random models, 2 change batches)
+    "tests/thrift/",  # 1104*: a standalone cluster, its server, subprocess races
+    "tests/crash/",  # 749: five cold-JVM driver processes
+    "tests/thrift35/",  # 637*: the Spark 3.5 server
+    "tests/connect/",  # 777*: a Spark Connect server, the Thrift class, a lean venv's demo
+    "tests/functional/test_tpch.py",  # 652: 22 TPC-H models, a backfill, a refresh
+    "tests/functional/test_changes.py",  # 585 (three VACUUMs: ~300 after the fix)
+    "tests/functional/test_batch_refresh.py",  # 191
+    "tests/functional/test_shapes.py",  # 585
+    "tests/functional/test_real_sql.py",  # 390
+    "tests/functional/test_delta_aggregates.py",  # 474
+    "tests/fuzz/",  # 266 (8 random models, 2 change batches)
 ]
 
 

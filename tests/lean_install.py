@@ -1,13 +1,15 @@
 """The package as a user installs it without extras: a wheel in a fresh venv, no Spark in it.
 
-Built once per test process (the `lean_install` fixture in tests/conftest.py) and shared by the
-packaging test (parse, the clear error of `method: session` without the extra) and the Thrift
-suite (`dbt debug` against a real server with no pyspark installed).
+Built once per `make test` (the `lean_install` fixture in tests/conftest.py, `build_shared`) and
+shared by the packaging test (parse, the clear error of `method: session` without the extra) and
+the Thrift suite (`dbt debug` against a real server with no pyspark installed).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -53,6 +55,25 @@ def build(where: Path, extras: str = "") -> LeanInstall:
     python = env_dir / "bin" / "python"
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", f"{wheel}{extras}"], check=True)
     return LeanInstall(wheel, python)
+
+
+def build_shared(root: Path) -> LeanInstall:
+    """`build` once under `root` for every process that asks (pytest-xdist's workers share
+    the parent of their temporary directories): the first builds under a lock, the others wait
+    for it and reuse its venv; a failed build is tried again by the next one."""
+    where = root / "lean-install"
+    where.mkdir(parents=True, exist_ok=True)
+    with open(root / "lean-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ready = where / "ready"
+        if ready.exists():
+            (wheel,) = (where / "dist").glob("dbt_spark_batch_refresh-*.whl")
+            return LeanInstall(wheel, where / "venv" / "bin" / "python")
+        for stale in ("dist", "venv"):
+            shutil.rmtree(where / stale, ignore_errors=True)
+        built = build(where)
+        ready.write_text("ok\n")
+        return built
 
 
 def write_project(root: Path, profile_output: Dict[str, object]) -> Path:
