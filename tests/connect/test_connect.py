@@ -31,7 +31,6 @@ from tests.lean_install import ROOT, build
 from tests.thrift import test_thrift as thrift_suite  # a module: its class is not collected here
 
 _Base = thrift_suite.TestThriftServer  # not bound to a Test* name here, so not collected twice
-_DEFAULT_ONLY = thrift_suite.DEFAULT_SERVER_ONLY
 
 
 class TestConnectServer:
@@ -75,10 +74,7 @@ class TestConnectServer:
         assert seen["two"] == [("spark.batch_refresh.probe", "<undefined>")], seen
 
 
-# The Thrift class's tests in its own order (they build on each other's state).
-for _name, _test in vars(_Base).items():
-    if _name.startswith("test_") and _name not in _DEFAULT_ONLY:
-        setattr(TestConnectServer, _name, _test)
+thrift_suite.adopt_server_tests(TestConnectServer)
 
 
 def test_connect_extra_alone_debugs_and_runs_the_demo(connect_url: str, tmp_path: Path,

@@ -22,7 +22,6 @@ from tests.thrift import server as thrift_server
 from tests.thrift import test_thrift as default  # a module: its class is not collected here
 
 _Base = default.TestThriftServer  # not bound to a Test* name here, so not collected twice
-_DEFAULT_ONLY = default.DEFAULT_SERVER_ONLY
 
 
 class TestSpark35Server:
@@ -34,8 +33,4 @@ class TestSpark35Server:
         assert row["v"].startswith(thrift_server.SPARK35_VERSION), row
 
 
-# The default class's tests in its own order (a dict keeps definition order); they build on
-# each other's state, so the order matters.
-for _name, _test in vars(_Base).items():
-    if _name.startswith("test_") and _name not in _DEFAULT_ONLY:
-        setattr(TestSpark35Server, _name, _test)
+default.adopt_server_tests(TestSpark35Server)
