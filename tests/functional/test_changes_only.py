@@ -231,7 +231,7 @@ class TestInlineCheckedAppend:
             response = by_model(run_ok(["run"]))["ev_rows"]
             assert (response["action"], response["staged_from"]) == ("replay", "changes")
             ran = statements()
-            assert not any("CACHE TABLE" in s for s in ran), ran  # on main: staged and cached
+            assert not any("\tCACHE " in s for s in ran), ran  # on main: staged and cached
             assert sum("INSERT INTO" in s for s in ran) == 1, ran
             assert_contract(project, "ev_rows")
         assert (response["rows_inserted"], response["staged_rows"]) == (1, 1), response
@@ -243,7 +243,7 @@ class TestInlineCheckedAppend:
         project.run_sql(f"insert into {ev} values (12, 4)")
         response = by_model(run_ok(["run"]))["ev_rows"]
         assert response["rows_inserted"] == 1, response
-        assert any("CACHE TABLE" in s for s in statements())
+        assert any("\tCACHE " in s for s in statements())
         assert_contract(project, "ev_rows")
 
         # the key of an unchanged row: refused by the staged path's check, target untouched
@@ -252,3 +252,95 @@ class TestInlineCheckedAppend:
         output = run_fails(["run"])
         assert "ev_rows" in output and "unique_key (id) is not unique" in output, output
         assert table_version(project, target) == before
+
+
+class TestDriverKeys:
+    """A small netted change is checked in the driver (engine/driver_keys.py): its staging
+    cached lazily, one read of its keys fills it and gives the checks and the key list."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": sources_yml("src", "dim"), "rw.sql": ROWWISE,
+                "ij.sql": INNER_JOIN}
+
+    def test_quality_in_the_driver_is_the_sql_one(self, project):
+        """The counts, bounds and ceiling from the key rows equal sqlgen.key_quality's over the
+        same staging: keys of each type it takes, NULL keys, duplicates, tombstones, new
+        keys, and a compound key."""
+        from dbt.adapters.spark_batch_refresh.engine import driver_keys
+        from dbt.adapters.spark_batch_refresh.sql import sqlgen
+
+        kinds = {"int": "cast(pmod(id * 7, 23) - 11 as int)",
+                 "string": "concat('k', cast(pmod(id * 5, 17) as string))",
+                 "date": "date_add(date'1999-12-25', cast(pmod(id * 3, 19) as int))"}
+        for kind, key in kinds.items():
+            for compound in (False, True):
+                keys = ["_br_k_0", "_br_k_1"] if compound else ["_br_k_0"]
+                second = ", cast(pmod(id, 2) as bigint) as _br_k_1" if compound else ""
+                view = (f"(select id, if(pmod(id, 9) = 4, null, {key}) as _br_k_0{second}, "
+                        f"if(pmod(id, 5) = 0, null, true) as _br_present, "
+                        f"if(pmod(id, 3) = 0, true, null) as _br_had_old from range(60)) _br_s")
+                for ranged, top in ((True, True), (False, False)):
+                    want = rows(project, sqlgen.key_quality(view, keys, ranged, True, top))[0]
+                    got = driver_keys.quality(rows(project, driver_keys.keys_sql(view, keys)),
+                                              len(keys), ranged, top)
+                    assert {k: got.get(k) for k in want} == {
+                        k: (int(v) if isinstance(v, int) else v) for k, v in want.items()}, (
+                        kind, compound, ranged)
+
+    def test_small_change_is_not_cached(self, project, monkeypatch, tmp_path):
+        from dbt.adapters.spark_batch_refresh.engine import driver_keys
+
+        src, dim = f"{project.test_schema}.src", f"{project.test_schema}.dim"
+        project.run_sql(f"create table {src} (id int, grp int, v int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {src} select cast(id as int), cast(id % 3 as int), "
+                        f"cast(id as int) from range(30)")
+        project.run_sql(f"create table {dim} (id int, label string) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {dim} values (0, 'zero'), (1, 'one'), (2, 'two')")
+        run_ok(["run"])
+        trace = tmp_path / "trace.tsv"
+        monkeypatch.setenv(TRACE_ENV, str(trace))
+
+        def statements() -> list:
+            found = trace.read_text().splitlines() if trace.exists() else []
+            trace.write_text("")
+            return found
+
+        # updates, a delete, a row leaving the filter: one read of the staging before the
+        # REPLACE WHERE (on main: the eager cache, the key counts, the key list)
+        project.run_sql(f"update {src} set v = v + 100 where id in (4, 5)")
+        project.run_sql(f"delete from {src} where id = 6")
+        project.run_sql(f"update {src} set v = -1 where id = 7")
+        responses = by_model(run_ok(["run", "--select", "rw"]))
+        assert (responses["rw"]["rows_updated"], responses["rw"]["rows_deleted"]) == (2, 2)
+        ran = [s.split("\t", 1)[1] for s in statements()]
+        write = next(i for i, s in enumerate(ran) if "REPLACE WHERE" in s)
+        staged = next(i for i, s in enumerate(ran) if s.startswith("CACHE"))
+        assert ran[staged].startswith("CACHE LAZY TABLE"), ran
+        reads = [s for s in ran[staged + 1:write] if "_br_staging" in s]
+        assert len(reads) == 1 and "ORDER BY _br_k_0" in reads[0], reads
+        assert_contract(project, "rw")
+
+        # a duplicate key of an unchanged row is still refused, the target untouched
+        before = table_version(project, f"{project.test_schema}.rw")
+        project.run_sql(f"insert into {src} values (9, 0, 999)")
+        project.run_sql(f"update {src} set v = 71 where id = 8")
+        output = run_fails(["run", "--select", "rw"])
+        assert "rw" in output and "unique_key (id) is not unique" in output, output
+        assert table_version(project, f"{project.test_schema}.rw") == before
+        project.run_sql(f"delete from {src} where id = 9 and v = 999")
+        run_ok(["run"])
+        assert_contract(project, "rw")
+
+        # the planner counts 2 change rows (one update), the join stages 9 (grp 1's rows):
+        # the key read stops one row past the limit, and SQL counts the keys as before
+        monkeypatch.setattr(driver_keys, "DRIVER_KEYS_MAX_ROWS", 2)
+        statements()
+        project.run_sql(f"update {dim} set label = 'uno' where id = 1")
+        responses = by_model(run_ok(["run", "--select", "ij"]))
+        assert (responses["ij"]["staged_from"], responses["ij"]["staged_rows"]) == ("join", 9)
+        ran = statements()
+        assert any("LIMIT 3" in s for s in ran) and any("count(DISTINCT" in s for s in ran), ran
+        assert_contract(project, "ij")

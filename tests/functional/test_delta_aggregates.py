@@ -117,7 +117,7 @@ class TestSidecar:
         # cached (until this session the model over the sidecar was staged in the session's
         # cache, its keys checked there, and the target written from the cache).
         statements = trace.read_text().splitlines()
-        assert not [line for line in statements if "CACHE TABLE" in line], statements
+        assert not [line for line in statements if "\tCACHE " in line], statements
         created = [line.split("CREATE OR REPLACE TABLE ", 1)[1].split(" USING ", 1)[0]
                    for line in statements if "CREATE OR REPLACE TABLE " in line]
         built = sorted(name.split("model_test_", 1)[1].split("__br_agg")[0]

@@ -160,7 +160,9 @@ class Applier:
         the target's key ceiling (plan/key_top.py)."""
         alias = sqlgen.key_aliases(config.unique_key)[0]
         assert staged.key_range is not None and staged.key_type  # replaceable() holds
-        keys = staged.replace_keys  # a whole-keys staging's: always read by guard()
+        # A whole-keys staging's are always read by guard(); a changes-only one's by staging
+        # when it was checked in the driver (driver_keys.py), else here.
+        keys = staged.replace_keys
         if keys is None:
             # (a NULL key's tombstone matches no target row, as in the MERGE)
             keys = [r["k"] for r in self._fetch(

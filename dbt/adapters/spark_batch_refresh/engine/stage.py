@@ -9,11 +9,12 @@ only a merge of several chunks persists it as a Delta table (see apply.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
 from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.engine import driver_keys
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns
@@ -51,8 +52,9 @@ class Staged:
     # their literal key range, for the new-key check of a REPLACE WHERE apply (apply.py).
     new_rows: int = 0
     new_range: Optional[tuple[str, str]] = None
-    # Of a whole-keys staging: the keys a REPLACE WHERE lists (those whose row differs from
-    # the target's, Applier.guard); a changes-only staging lists every staged key.
+    # The keys a REPLACE WHERE lists: of a whole-keys staging, those whose row differs from
+    # the target's (Applier.guard); of a changes-only staging checked in the driver
+    # (driver_keys.py), every staged key as text. None: the write reads them from the staging.
     replace_keys: Optional[List[Any]] = None
     # An intermediate's touched partitions only (rows and tombstones by key), not the whole
     # model: merged by key, never as MERGE_ALL, and in one chunk (a persisted staging is
@@ -228,8 +230,16 @@ class Stager:
         elif select is None:  # backfill, full recompute (an intermediate's sidecar rebuilt)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
-        # Computed once into the session's cache (memory and disk), not a Delta commit.
-        self._run(f"CACHE TABLE {view} AS\n{select}")
+        # Computed once into the session's cache (memory and disk), not a Delta commit; lazily,
+        # so the first read (the key checks) computes and fills it in the same job.
+        self._run(f"CACHE LAZY TABLE {view} AS\n{select}")
+        key_rows = None
+        if strategy in NETTED and driver_keys.eligible(
+                plan.change_rows, config.unique_key,
+                {c.lower(): t for c, t in model_columns}, config.merge_chunk_rows):
+            key_rows = self._fetch(driver_keys.keys_sql(view, config.unique_key))
+            if len(key_rows) > driver_keys.DRIVER_KEYS_MAX_ROWS:
+                key_rows = None  # more rows than the planner counted: counted by SQL
         columns = sqlgen.staging_columns(
             model_columns, config.unique_key, strategy in NETTED)
         staged = Staged(view, columns, strategy=strategy, extra_views=extra, partial=partial,
@@ -237,7 +247,8 @@ class Stager:
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,
                              bounds=strategy is not Strategy.BACKFILL,
-                             model_sql=model_sql if strategy is Strategy.AFFECTED_KEYS else None)
+                             model_sql=model_sql if strategy is Strategy.AFFECTED_KEYS else None,
+                             key_rows=key_rows)
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
@@ -313,7 +324,8 @@ class Stager:
         return sqlgen.staging_from_changes(plus, minus, names, config.unique_key)
 
     def _check_keys(self, model: str, config: BatchRefreshConfig, staged: Staged,
-                    model_columns: Columns, bounds: bool, model_sql: Optional[str] = None) -> None:
+                    model_columns: Columns, bounds: bool, model_sql: Optional[str] = None,
+                    key_rows: Optional[Sequence[Mapping[str, Any]]] = None) -> None:
         """NULL or duplicate keys fail the run here, before the target is touched; the same
         scan gives the key range the MERGE prunes target files by.
 
@@ -326,9 +338,15 @@ class Stager:
         first_type = key_types.get(config.unique_key[0].lower())
         ranged = bounds and first_type in _RANGE_TYPES
         top_key = single_key(config.unique_key, model_columns)
-        quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
-                                                 staged.from_changes,
-                                                 top=top_key is not None))[0]
+        if key_rows is not None:  # a changes-only staging's keys, read by _driver_keys
+            quality = driver_keys.quality(key_rows, len(config.unique_key), ranged,
+                                          top=top_key is not None)
+            if len(config.unique_key) == 1:
+                staged.replace_keys = driver_keys.listed(key_rows)
+        else:
+            quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
+                                                     staged.from_changes,
+                                                     top=top_key is not None))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
