@@ -65,6 +65,19 @@ def by_model(results):
     return {r.node.name: r.adapter_response for r in results}
 
 
+def traced(monkeypatch, tmp_path):
+    """Trace the adapter's statements (TRACE_ENV); the function returned gives the lines
+    traced since its last call (seconds, a tab, the statement)."""
+    trace = tmp_path / "trace.tsv"
+    monkeypatch.setenv(TRACE_ENV, str(trace))
+
+    def statements() -> list:
+        found = trace.read_text().splitlines() if trace.exists() else []
+        trace.write_text("")
+        return found
+    return statements
+
+
 class TestChangesOnlyReplay:
     @pytest.fixture(scope="class")
     def models(self):
@@ -160,13 +173,12 @@ class TestChangesOnlyReplay:
         # backfill through each replay's commit; plan/key_top.py): no unchanged row can hold
         # it, so the REPLACE WHERE reads no target row for the check (on main it did). Key 9
         # above was below the ceiling, and was checked and refused.
-        trace = tmp_path / "trace.tsv"
-        monkeypatch.setenv(TRACE_ENV, str(trace))
+        statements = traced(monkeypatch, tmp_path)
         project.run_sql(f"insert into {src} values (300, 1, 300)")
         project.run_sql(f"update {src} set v = 72 where id = 7")
         responses = by_model(run_ok(["run", "--select", "rw"]))
         assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 1)
-        writes = [line for line in trace.read_text().splitlines() if "REPLACE WHERE" in line]
+        writes = [line for line in statements() if "REPLACE WHERE" in line]
         # (the check is a LEFT JOIN of the target, sqlgen.replace_where)
         assert len(writes) == 1 and "LEFT JOIN" not in writes[0], writes
         assert_contract(project, "rw")
@@ -215,13 +227,7 @@ class TestInlineCheckedAppend:
         write_file(EVENTS.format(mode="incremental"), project.project_root, "models",
                    "ev_rows.sql")
 
-        trace = tmp_path / "trace.tsv"
-        monkeypatch.setenv(TRACE_ENV, str(trace))
-
-        def statements() -> list:
-            found = trace.read_text().splitlines() if trace.exists() else []
-            trace.write_text("")
-            return found
+        statements = traced(monkeypatch, tmp_path)
 
         # a blind append, then an insert-only MERGE (Delta does not call it blind)
         for change in (f"insert into {ev} values (30, 5), (31, -1), (32, 0)",
@@ -300,13 +306,7 @@ class TestDriverKeys:
                         f"tblproperties (delta.enableChangeDataFeed = true)")
         project.run_sql(f"insert into {dim} values (0, 'zero'), (1, 'one'), (2, 'two')")
         run_ok(["run"])
-        trace = tmp_path / "trace.tsv"
-        monkeypatch.setenv(TRACE_ENV, str(trace))
-
-        def statements() -> list:
-            found = trace.read_text().splitlines() if trace.exists() else []
-            trace.write_text("")
-            return found
+        statements = traced(monkeypatch, tmp_path)
 
         # updates, a delete, a row leaving the filter: one read of the staging before the
         # REPLACE WHERE (on main: the eager cache, the key counts, the key list)

@@ -338,7 +338,7 @@ class Stager:
         first_type = key_types.get(config.unique_key[0].lower())
         ranged = bounds and first_type in _RANGE_TYPES
         top_key = single_key(config.unique_key, model_columns)
-        if key_rows is not None:  # a changes-only staging's keys, read by _driver_keys
+        if key_rows is not None:  # a changes-only staging's keys, read by stage()
             quality = driver_keys.quality(key_rows, len(config.unique_key), ranged,
                                           top=top_key is not None)
             if len(config.unique_key) == 1:
