@@ -532,13 +532,13 @@ class TestThriftServer:
         assert all(n == 1 for n in commits.values()), commits
 
 
-
 def adopt_server_tests(suite: type) -> None:
     """Give another server's suite (tests/thrift35, tests/connect) this class's tests but
     DEFAULT_SERVER_ONLY, in their order: they build on each other's state."""
     for name, test in vars(TestThriftServer).items():
         if name.startswith("test_") and name not in DEFAULT_SERVER_ONLY:
             setattr(suite, name, test)
+
 
 CLOCK_MODEL = """
 {{ config(materialized='batch_refresh', unique_key='id', refresh_interval='0s') }}
