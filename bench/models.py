@@ -43,7 +43,7 @@ and `ovh_view` / `ovh_table` (`select 1` as a view / a table): dbt's own per-mod
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from bench import dbt_invoke
 
@@ -226,7 +226,8 @@ when not matched and s._change_type <> 'delete' and s.keep then
 
 
 def write_project(root: str, shapes: List[str], session_dir: str, driver_memory: str,
-                  strategies: bool = False, checkpoint_interval: int = 10) -> None:
+                  strategies: bool = False, checkpoint_interval: int = 10,
+                  spark_confs: Optional[Dict[str, str]] = None) -> None:
     dbt_invoke.write_project(
         root, name="bench", schema="bench", session_dir=session_dir,
         sources=("version: 2\nsources:\n  - name: raw\n    schema: raw\n"
@@ -235,4 +236,4 @@ def write_project(root: str, shapes: List[str], session_dir: str, driver_memory:
         # a default of every table the session creates, the raw tables and targets alike
         confs={"spark.driver.memory": driver_memory,
                "spark.databricks.delta.properties.defaults.checkpointInterval":
-               str(int(checkpoint_interval))})
+               str(int(checkpoint_interval)), **(spark_confs or {})})

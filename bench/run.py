@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -40,7 +40,8 @@ class Bench:
         self.trace = os.path.join(self.work, "statements.trace")
         os.environ["BATCH_REFRESH_TRACE"] = self.trace
         models.write_project(self.project, args.shapes, os.path.join(self.work, "session"),
-                             args.driver_memory, args.strategies, args.checkpoint_interval)
+                             args.driver_memory, args.strategies, args.checkpoint_interval,
+                             dict(args.spark_conf))
         from dbt.cli.main import dbtRunner
 
         self.dbt = dbtRunner()
@@ -298,9 +299,17 @@ def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str,
         "packages": {p: ver(p) for p in ("dbt-core", "dbt-spark", "delta-spark",
                                          "dbt-spark-batch-refresh")},
         "driver_memory": args.driver_memory, "checkpoint_interval": args.checkpoint_interval,
+        "spark_confs": dict(args.spark_conf), "time_zone": time.strftime("%Z"),
         "scales": args.scales, "fractions": args.fractions, "shapes": args.shapes,
         "distributions": args.distributions, "reps": args.reps,
     }
+
+
+def _conf(text: str) -> Tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value.strip()
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
@@ -324,6 +333,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="delta.checkpointInterval of every table the bench creates\n"
                         "(10 is Delta's default; the default here keeps checkpoints\n"
                         "out of the timed writes)")
+    p.add_argument("--spark-conf", action="append", default=[], type=_conf, metavar="KEY=VALUE",
+                   help="a Spark conf of the embedded session (repeatable); yours win")
     p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
     p.add_argument("--name", default="bench", help="file name stem of the results")
     p.add_argument("--no-charts", action="store_true")

@@ -1,5 +1,6 @@
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
-from dbt.adapters.spark_batch_refresh.embedded.session_defaults import SessionSettings, embedded_confs
+from dbt.adapters.spark_batch_refresh.embedded.session_defaults import (
+    DELTA_VERIFY_NON_UTC, SessionSettings, embedded_confs)
 
 
 def test_literal_escaping():
@@ -156,6 +157,9 @@ def test_embedded_confs_defaults_and_overrides():
     assert "databaseName=/p/.batch_refresh/metastore_db" in confs["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert confs["spark.jars.packages"].startswith("io.delta:delta-spark_4.2_2.13:")
     assert confs["spark.sql.shuffle.partitions"] == "3"
+    assert confs[DELTA_VERIFY_NON_UTC] == "false"
+    mine = embedded_confs(SessionSettings(user_confs={DELTA_VERIFY_NON_UTC: "true"}), cwd="/p", env={})
+    assert mine[DELTA_VERIFY_NON_UTC] == "true"
 
 
 def test_air_gapped_jars():
