@@ -41,7 +41,7 @@ class Bench:
         os.environ["BATCH_REFRESH_TRACE"] = self.trace
         models.write_project(self.project, args.shapes, os.path.join(self.work, "session"),
                              args.driver_memory, args.strategies, args.checkpoint_interval,
-                             dict(args.spark_conf))
+                             args.spark_conf)
         from dbt.cli.main import dbtRunner
 
         self.dbt = dbtRunner()
@@ -299,7 +299,7 @@ def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str,
         "packages": {p: ver(p) for p in ("dbt-core", "dbt-spark", "delta-spark",
                                          "dbt-spark-batch-refresh")},
         "driver_memory": args.driver_memory, "checkpoint_interval": args.checkpoint_interval,
-        "spark_confs": dict(args.spark_conf), "time_zone": time.strftime("%Z"),
+        "spark_confs": args.spark_conf, "time_zone": time.strftime("%Z"),
         "scales": args.scales, "fractions": args.fractions, "shapes": args.shapes,
         "distributions": args.distributions, "reps": args.reps,
     }
@@ -351,6 +351,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     args.scales = [int(float(s)) for s in args.scales.split(",") if s]
     args.fractions = [float(f) for f in args.fractions.split(",") if f]
     args.shapes = [s for s in args.shapes.split(",") if s]
+    args.spark_conf = dict(args.spark_conf)  # the last value of a key repeated wins
     unknown = set(args.shapes) - set(models.SHAPES)
     if unknown:
         p.error(f"unknown shapes {sorted(unknown)}; choose from {list(models.SHAPES)}")
