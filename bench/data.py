@@ -13,6 +13,8 @@ is one MERGE (one upstream commit). Its distribution says which keys it touches:
   hit only the newest 1% of the ids, [next_id - max(1, n // 100), next_id), and are capped to that
   window's size.
 * append: inserts of new ids only.
+* upsert (late updates, CDC of mutable rows): 40% inserts and 60% updates as in uniform, no
+  deletes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import List, Tuple
 BASE_TS = 1767225600  # 2026-01-01: initial updated_at values lie within 2026
 CHANGE_TS = 1798761600  # 2027-01-01: every change batch is newer than any initial row
 PRIME = 999983  # coprime with 10^k: i -> pmod(i * PRIME + offset, n) is a bijection on [0, n)
-DISTRIBUTIONS = ("uniform", "recent", "append")
+DISTRIBUTIONS = ("uniform", "recent", "append", "upsert")
 
 
 def groups(n: int) -> int:
@@ -71,13 +73,13 @@ def change_counts(n: int, fraction: float,
     """(inserts, updates, deletes) for a batch of round(n * fraction) rows (at least 1).
 
     uniform: 40% / 40% / 20%. recent: the same, with updates + deletes capped to window(n) (2:1
-    kept as far as it goes). append: every row is an insert."""
+    kept as far as it goes). append: every row is an insert. upsert: 40% / 60% / 0%."""
     _check(distribution)
     total = max(1, round(n * fraction))
     if distribution == "append":
         return total, 0, 0
     inserts = round(total * 0.4)
-    deletes = round(total * 0.2)
+    deletes = 0 if distribution == "upsert" else round(total * 0.2)
     updates = total - inserts - deletes
     w = window(n)
     if distribution == "recent" and updates + deletes > w:

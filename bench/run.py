@@ -1,7 +1,7 @@
 """Benchmark driver: one Python process, one JVM, dbt in-process (dbtRunner).
 
 For each scale: build the upstreams, build every model once (backfill / initial table). Then for
-each change distribution (uniform, recent, append: see bench/data.py), change fraction and
+each change distribution (uniform, recent, append, upsert: see bench/data.py), change fraction and
 repetition: apply one change batch to raw.fact, run every method, time it, count its commits (and
 statements, where the adapter reports them), check its output against the model SQL evaluated
 from scratch, then run the batch_refresh models again (no-op).
@@ -321,7 +321,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="which keys a change batch touches, comma-separated:\n"
                         "uniform (updates/deletes over the whole id range, the worst case),\n"
                         "recent (updates/deletes in the newest 1%% of the ids),\n"
-                        "append (inserts only)")
+                        "append (inserts only),\n"
+                        "upsert (inserts and updates over the whole id range, no deletes)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--driver-memory", default="8g")
     # Delta writes a checkpoint with every 10th commit of a table, which costs that commit

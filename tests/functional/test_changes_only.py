@@ -152,14 +152,14 @@ class TestChangesOnlyReplay:
         assert state(project, "rw")["phase"] == "idle"
 
         # the same refusal when the batch also changes a row, so the replay would be a
-        # REPLACE WHERE: the check reads the key list it needs in the same statement
+        # REPLACE USING (the embedded session's upsert write): the check is in its statement
         project.run_sql(f"update {src} set v = 71 where id = 7")
         output = run_fails(["run", "--select", "rw"])
         assert "rw" in output and "unique_key (id) is not unique" in output, output
         assert table_version(project, f"{project.test_schema}.rw") == before
 
         # once the upstream is fixed, the next run plans afresh and replays: an update and a
-        # new key, by REPLACE WHERE (one WRITE commit) from the key list the check read
+        # new key, by REPLACE USING (one WRITE commit)
         project.run_sql(f"delete from {src} where id = 9 and v = 999")
         project.run_sql(f"insert into {src} values (200, 1, 200)")
         responses = by_model(run_ok(["run", "--select", "rw"]))
@@ -171,15 +171,15 @@ class TestChangesOnlyReplay:
 
         # Every new key above the target's key ceiling (its largest key, carried from the
         # backfill through each replay's commit; plan/key_top.py): no unchanged row can hold
-        # it, so the REPLACE WHERE reads no target row for the check (on main it did). Key 9
-        # above was below the ceiling, and was checked and refused.
+        # it, so the write reads no target row for the check. Key 9 above was below the
+        # ceiling, and was checked and refused.
         statements = traced(monkeypatch, tmp_path)
         project.run_sql(f"insert into {src} values (300, 1, 300)")
         project.run_sql(f"update {src} set v = 72 where id = 7")
         responses = by_model(run_ok(["run", "--select", "rw"]))
         assert (responses["rw"]["rows_inserted"], responses["rw"]["rows_updated"]) == (1, 1)
-        writes = [line for line in statements() if "REPLACE WHERE" in line]
-        # (the check is a LEFT JOIN of the target, sqlgen.replace_where)
+        writes = [line for line in statements() if "REPLACE USING" in line]
+        # (the check is a LEFT JOIN of the target, sqlgen.replace_using)
         assert len(writes) == 1 and "LEFT JOIN" not in writes[0], writes
         assert_contract(project, "rw")
         # new keys alone, above the ceiling: a blind INSERT, not the insert-only MERGE
@@ -195,6 +195,108 @@ EVENTS = """
 {{{{ config(materialized='batch_refresh', unique_key='id', refresh_mode='{mode}') }}}}
 select id, v * 2 as v2 from {{{{ source('raw', 'ev') }}}} where v >= 0
 """
+
+
+# A compound key: REPLACE WHERE takes no `(a, b) IN (...)`, REPLACE USING takes any key.
+COMPOUND = """
+{{ config(materialized='batch_refresh', unique_key=['grp', 'id']) }}
+select grp, id, v * 2 as v2 from {{ source('raw', 'src') }} where v >= 0
+"""
+
+
+def last_write(project, model):
+    """The target's newest commit: its operation and the key columns of a REPLACE USING."""
+    last = rows(project, f"describe history {project.test_schema}.{model} limit 1")[0]
+    return last["operation"], dict(last["operationParameters"] or {}).get("replaceUsingCols")
+
+
+class TestReplaceUsing:
+    """A replay of updated and new rows, no delete, in the embedded session: one WRITE commit
+    by the DataFrame write `replaceUsing` (storage/frame_write.py), with the new-key check in
+    it; a change with a delete keeps REPLACE WHERE (single key) or the MERGE (compound)."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": sources_yml("src"), "rw.sql": ROWWISE, "rw2.sql": COMPOUND}
+
+    def test_upserts_replace_by_key_in_one_commit(self, project):
+        src = f"{project.test_schema}.src"
+        project.run_sql(f"create table {src} (id int, grp int, v int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {src} select cast(id as int), cast(id % 3 as int), "
+                        f"cast(id as int) from range(20)")
+        run_ok(["run"])
+
+        project.run_sql(f"update {src} set v = v + 100 where id in (4, 5)")
+        project.run_sql(f"update {src} set v = -1 where id = 6")  # leaves the filter: a delete
+        project.run_sql(f"update {src} set v = 6 where id = 6")  # ... and comes back as it was
+        project.run_sql(f"insert into {src} values (100, 1, 100)")
+        responses = by_model(run_ok(["run"]))
+        for model, keys in (("rw", "(id)"), ("rw2", "(grp, id)")):
+            assert responses[model]["action"] == "replay", responses
+            assert (responses[model]["rows_inserted"], responses[model]["rows_updated"],
+                    responses[model]["rows_deleted"]) == (1, 2, 0), responses
+            assert last_write(project, model) == ("WRITE", keys)
+            assert_contract(project, model)
+
+        # a new row on the key of an unchanged row, beside an update: refused before the commit
+        versions = {m: table_version(project, f"{project.test_schema}.{m}") for m in ("rw", "rw2")}
+        project.run_sql(f"insert into {src} values (9, 0, 999)")
+        project.run_sql(f"update {src} set v = 71 where id = 8")
+        output = run_fails(["run"])
+        assert "unique_key (id) is not unique" in output, output
+        assert "unique_key (grp, id) is not unique" in output, output
+        assert "Traceback" not in output
+        for model, version in versions.items():
+            assert table_version(project, f"{project.test_schema}.{model}") == version
+
+        # fixed upstream, and a delete besides: REPLACE WHERE (one key) and the MERGE (two)
+        project.run_sql(f"delete from {src} where id = 9 and v = 999")
+        project.run_sql(f"delete from {src} where id = 3")
+        run_ok(["run"])
+        assert last_write(project, "rw") == ("WRITE", None)
+        assert last_write(project, "rw2") == ("MERGE", None)
+        for model in ("rw", "rw2"):
+            assert_contract(project, model)
+
+
+    def test_a_writes_change_rows_from_its_metrics_are_its_change_feed(self, project):
+        """What the cost model takes an upstream commit to add to its change feed (cost.
+        commit_rows, from DESCRIBE HISTORY's metrics) is what the feed holds, for each write a
+        refresh or a user makes. A REPLACE WHERE or REPLACE USING with deletion vectors reports
+        the rows it kept of the files it touched as output rows and copied rows: on main those
+        counted as changes, so a model downstream of a replay took a 4-row change of a
+        1,000-row table for a change of ~1,000 rows (and overwrote where it would replay)."""
+        from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows
+        from dbt.adapters.spark_batch_refresh.storage.values import as_map
+
+        t = f"{project.test_schema}.metrics"
+        project.run_sql(f"create table {t} (id bigint, v int) using delta tblproperties "
+                        f"(delta.enableChangeDataFeed = true, delta.enableDeletionVectors = true)")
+        project.run_sql(f"insert into {t} select id, 0 from range(1000) distribute by id % 2")
+        writes = [
+            f"insert into {t} replace where id in (3, 500) select id, 1 from range(3, 4)",
+            f"insert into {t} REPLACE USING (id)\nselect id, 2 as v from range(600, 603)",
+            f"merge into {t} t using (select id from range(10, 12)) s on t.id = s.id "
+            f"when matched then update set v = 3",
+            f"delete from {t} where id in (20, 700)",
+            f"update {t} set v = 4 where id = 30",
+            f"insert into {t} values (2000, 5)",
+        ]
+        for sql in writes:
+            with project.adapter.connection_named("__test"):
+                project.adapter._run_sql(sql)  # REPLACE USING as a refresh writes it
+            last = rows(project, f"describe history {t} limit 1")[0]
+            feed = rows(project, f"select count(*) as n from table_changes('{t}', "
+                                 f"{last['version']}, {last['version']}) "
+                                 f"where _change_type != 'update_preimage'")[0]["n"]
+            preimages = rows(project, f"select count(*) as n from table_changes('{t}', "
+                                      f"{last['version']}, {last['version']}) "
+                                      f"where _change_type = 'update_preimage'")[0]["n"]
+            estimate = commit_rows(str(last["operation"]), as_map(last["operationMetrics"]),
+                                   as_map(last["operationParameters"]))
+            # (an update is counted once by the metrics, twice in the feed: its two images)
+            assert estimate == feed, (sql, estimate, feed, preimages, last["operationMetrics"])
 
 
 class TestInlineCheckedAppend:

@@ -136,6 +136,14 @@ def test_append_batch_is_inserts_only():
     assert sql.startswith("merge into raw.fact t") and sql.count("merge into") == 1
 
 
+def test_upsert_batch_updates_and_inserts_without_deletes():
+    n, next_id = 100_000, 100_000
+    assert data.change_counts(n, 0.01, "upsert") == (400, 600, 0)
+    source, rows = batch(data.change_sql(n, 0.01, 2, next_id, "upsert"))
+    assert ops(rows) == (400, 600, 0)
+    assert all(0 <= i < n for i, op in rows if op == "u")
+
+
 def test_unknown_distribution_is_refused():
     with pytest.raises(ValueError):
         data.change_counts(1000, 0.1, "zipf")

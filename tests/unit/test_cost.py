@@ -25,6 +25,10 @@ def test_change_rows_from_commit_metrics():
     # An overwrite's feed also deletes the rows it replaced: counted as many again.
     assert cost.commit_rows("WRITE", {"numOutputRows": "10"}, {"mode": "Overwrite"}) == 20
     assert cost.commit_rows("CREATE OR REPLACE TABLE AS SELECT", {"numOutputRows": "5"}) == 10
+    # A REPLACE WHERE's kept rows are output and copied rows, not changes (real metrics).
+    assert cost.commit_rows("WRITE", {"numOutputRows": "999", "numCopiedRows": "998",
+                                      "numDeletedRows": "2"},
+                            {"mode": "Overwrite", "predicate": "id IN (3, 500)"}) == 3
     assert cost.commit_rows("OPTIMIZE", {"numAddedFiles": "1"}) == 0
     assert cost.commit_rows("TRUNCATE", {}) is None
     # Commits outside the read history count at the read ones' average.

@@ -225,3 +225,46 @@ def test_adapter_response_takes_every_field_of_the_result():
     # None (no fallback, not gated) stays present in run_results.json as ""
     assert response.fallback_reason == "" and response.next_due == ""
     assert response.rows_deleted == 0 and response.run_id == "r1"
+
+
+def test_replace_using_checks_new_keys_in_the_write_and_parses_back():
+    from dbt.adapters.spark_batch_refresh.storage.frame_write import (
+        plain_keys, replace_using_statement)
+
+    sql = sqlgen.replace_using("`s`.`t`", "st", ["id"], ["id", "v"], new_range=("10", "12"))
+    assert sql.startswith("INSERT INTO `s`.`t` REPLACE USING (`id`)\nSELECT s.`id`, s.`v` FROM st s")
+    assert "(SELECT `id` AS _br_t0 FROM `s`.`t` WHERE `id` BETWEEN 10 AND 12) _br_c" in sql
+    assert "ON s._br_had_old IS NULL AND _br_c._br_t0 = s._br_k_0" in sql
+    assert sql.endswith(f"ELSE raise_error('{sqlgen.DUPLICATE_KEY_MARKER}') END")
+    parsed = replace_using_statement(sql)
+    assert parsed is not None and parsed.target == "`s`.`t`" and parsed.keys == ["id"]
+    assert parsed.query == sql.split("\n", 1)[1]
+    # a compound key: every column in the check's join, no range without one
+    compound = sqlgen.replace_using("t", "st", ["a", "b"], ["a", "b", "v"])
+    assert "(SELECT `a` AS _br_t0, `b` AS _br_t1 FROM t) _br_c" in compound
+    assert "_br_c._br_t0 = s._br_k_0 AND _br_c._br_t1 = s._br_k_1" in compound
+    assert replace_using_statement(compound).keys == ["a", "b"]
+    unguarded = sqlgen.replace_using("t", "st", ["id"], ["id", "v"], guarded=False)
+    assert unguarded.endswith("\nSELECT `id`, `v` FROM st WHERE _br_present")
+    assert replace_using_statement(sqlgen.replace_where(
+        "t", "st", "id", ["1"], ["id"], ("1", "1"))) is None
+    assert plain_keys(["id", "order_2"]) and not plain_keys(["my id"])
+
+
+def test_a_replay_replaces_by_key_an_upsert_staging_only():
+    from dbt.adapters.spark_batch_refresh.engine.apply import upsertable
+    from dbt.adapters.spark_batch_refresh.engine.stage import Staged
+    from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy
+
+    cols = [("id", "bigint"), ("v", "int"), (sqlgen.PRESENT, "boolean"),
+            (sqlgen.HAD_OLD, "boolean"), ("_br_k_0", "bigint")]
+    assert upsertable(Staged("st", cols, rows=10, new_rows=3), 1, ["id"])
+    assert upsertable(Staged("st", cols, rows=60_000), 1, ["a", "b"])  # no key list to limit
+    assert not upsertable(Staged("st", cols, rows=10, tombstones=1), 1, ["id"])  # a delete
+    assert not upsertable(Staged("st", cols, rows=10, new_rows=10), 1, ["id"])  # inserts alone
+    assert not upsertable(Staged("st", cols, rows=10), 2, ["id"])  # several chunks
+    assert not upsertable(Staged("st", cols, rows=0), 1, ["id"])
+    assert not upsertable(Staged("st", cols, rows=10), 1, ["my id"])
+    snapshot = [c for c in cols if c[0] != sqlgen.HAD_OLD]  # recomputed keys
+    assert not upsertable(Staged("st", snapshot, rows=10, strategy=Strategy.AFFECTED_KEYS), 1,
+                          ["id"])

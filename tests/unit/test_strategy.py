@@ -177,3 +177,15 @@ def test_new_keys_above_the_ceiling_are_inserted_blind():
     assert write(chunks=1, unseen=False) is Write.MERGE
     assert write(chunks=2, unseen=True) is Write.MERGE  # chunks merge by key
     assert write(chunks=1, unseen=True, rows=0) is Write.MARKER
+
+
+def test_an_upsert_staging_is_replaced_by_key_where_the_session_can():
+    def write(**kw):
+        return choose_write(Strategy.ROWWISE, keyed=True, rows=kw.pop("rows", 5),
+                            in_place=False, **kw)
+    assert write(chunks=1, replaceable=True, upsert=True) is Write.REPLACE_USING
+    assert write(chunks=1, replaceable=False, upsert=True) is Write.REPLACE_USING  # any key count
+    assert write(chunks=1, replaceable=True, upsert=False) is Write.REPLACE_WHERE
+    assert write(chunks=2, replaceable=False, upsert=True) is Write.MERGE  # chunks merge by key
+    assert write(chunks=1, replaceable=False, upsert=True, rows=0) is Write.MARKER
+    assert write(chunks=1, replaceable=False, upsert=True, unseen=True) is Write.INSERT_NEW

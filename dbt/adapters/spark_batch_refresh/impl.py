@@ -38,6 +38,8 @@ from dbt.adapters.spark_batch_refresh.engine.run_result import RefreshRequest
 from dbt.adapters.spark_batch_refresh.engine.verify import Verifier
 from dbt.adapters.spark_batch_refresh.storage.delta import SharedHistories
 from dbt.adapters.spark_batch_refresh.storage.jvm_commit_stats import inserted_key_max
+from dbt.adapters.spark_batch_refresh.storage.frame_write import (
+    replace_using_statement, write_replace_using)
 from dbt.adapters.spark_batch_refresh.storage.jvm_describe import describe_read, read_describe
 from dbt.adapters.spark_batch_refresh.storage.jvm_history import history_read, read_history
 from dbt.adapters.spark_batch_refresh.storage.jvm_views import read_views, views_read
@@ -118,6 +120,16 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         return getattr(getattr(wrapper, "handle", None), "session", None)
 
     def _run_sql(self, sql: str) -> None:
+        frame = replace_using_statement(sql)
+        if frame is not None:
+            session = self._embedded_session()
+            if session is not None:
+                logger.debug(f"{sql} (as the embedded session's DataFrame write `replaceUsing`)")
+                try:
+                    write_replace_using(session, frame)
+                except Exception as exc:  # noqa: BLE001 - every Spark/Delta error a dbt error
+                    raise DbtRuntimeError(str(exc)) from exc
+                return
         conf = conf_statement(sql)
         session = self._embedded_session() if conf is not None else None
         if session is not None:
@@ -133,7 +145,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         self._use_endpoint()
         embedded = self.config.credentials.method == ConnectionMethod.SESSION
         return Refresher(self._fetch_dicts, self._run_sql, self._recorder, self._histories,
-                         inserted_key_max=self._inserted_key_max if embedded else None)
+                         inserted_key_max=self._inserted_key_max if embedded else None,
+                         replace_using=embedded)
 
     def _inserted_key_max(self, target: str, version: int, column: str) -> Optional[str]:
         """The largest key a target commit inserted, from its files' statistics (the

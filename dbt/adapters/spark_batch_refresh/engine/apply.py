@@ -16,6 +16,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit, TargetLog, txn_app_id
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+from dbt.adapters.spark_batch_refresh.storage.frame_write import plain_keys
 from dbt.adapters.spark_batch_refresh.storage.delta import (
     AFTER_COMMIT_WINDOW,
     LOG_LOOKBACK,
@@ -51,8 +52,11 @@ class ConcurrentRefresh(Exception):
 
 
 class Applier:
-    def __init__(self, fetch: Fetch, run: Run, reader: DeltaReader) -> None:
+    def __init__(self, fetch: Fetch, run: Run, reader: DeltaReader,
+                 replace_using: bool = False) -> None:
         self._fetch, self._run, self._reader = fetch, run, reader
+        # Whether the session writes `INSERT INTO ... REPLACE USING` (storage/frame_write.py).
+        self._replace_using = replace_using
 
     def commit(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, result: RefreshResult) -> RefreshCommit:
@@ -107,11 +111,13 @@ class Applier:
         """How this commit writes (strategy.choose_write); a backfill asks the target whether
         it can be merged in place."""
         strategy = commit.strategy
+        upsert = (self._replace_using and upsertable(staged, commit.chunks, config.unique_key)
+                  and self._same_columns(req, staged))
         return choose_write(
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
             in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged),
-            partial=staged.partial, unseen=unseen(staged), inline=staged.inline)
+            partial=staged.partial, unseen=unseen(staged), inline=staged.inline, upsert=upsert)
 
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, write: Write) -> Dict[str, int]:
@@ -143,6 +149,8 @@ class Applier:
             return {} if staged.inline else {"rows_inserted": staged.rows}
         if write is Write.REPLACE_WHERE:
             return self._replace(req, config, staged, columns)
+        if write is Write.REPLACE_USING:
+            return self._replace_by_key(req, config, staged, columns)
         return self._merge(req, config, staged, commit, columns,
                            delete_missing=write is Write.MERGE_ALL)
 
@@ -183,6 +191,30 @@ class Applier:
                 "rows_updated": staged.rows - staged.tombstones - staged.new_rows,
                 "rows_deleted": staged.tombstones}
 
+    def _replace_by_key(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                        columns: List[str]) -> Dict[str, int]:
+        """An upsert staging (apply.upsertable) by REPLACE USING: the staged keys' target rows
+        replaced by the staged rows in one commit, as the REPLACE WHERE does, but with no key
+        list (no read of the keys, no 50,000-key limit, a compound key too). The new-key check
+        is in the write, as there, unless every new key lies above the target's ceiling."""
+        guarded = staged.new_rows > 0 and not staged.new_keys_unseen
+        with _refusing_collisions(req, config, "the target was not touched"):
+            self._run(sqlgen.replace_using(
+                req.target, staged.source, config.unique_key, columns,
+                new_range=staged.new_range, guarded=guarded))
+        return {"rows_inserted": staged.new_rows, "rows_updated": staged.rows - staged.new_rows,
+                "rows_deleted": 0}
+
+    def _same_columns(self, req: RefreshRequest, staged: Staged) -> bool:
+        """The target has the staged model columns with their types, in order: a DataFrame
+        write casts nothing (an INT column into a BIGINT one fails), where INSERT would."""
+        columns = sqlgen.model_columns(name for name, _ in staged.columns)
+        types = {n.lower(): t.lower() for n, t in staged.columns}
+        want = [(c.lower(), types.get(c.lower(), "")) for c in columns]
+        have = [(n.lower(), t.lower())
+                for n, t in self._reader.describe(f"SELECT * FROM {req.target}")]
+        return want == have
+
     def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig,
                           staged: Staged) -> bool:
         """A rebuild (model edit, change-feed gap) of a keyed target whose columns stay as
@@ -192,11 +224,7 @@ class Applier:
         as dbt's own materializations do (new partitioning or properties take effect)."""
         if req.target_kind != "delta" or not config.unique_key or req.full_refresh:
             return False
-        columns = sqlgen.model_columns(name for name, _ in staged.columns)
-        types = {n.lower(): t.lower() for n, t in staged.columns}
-        want = [(c.lower(), types.get(c.lower(), "")) for c in columns]
-        have = [(n.lower(), t.lower()) for n, t in self._reader.describe(f"SELECT * FROM {req.target}")]
-        return want == have
+        return self._same_columns(req, staged)
 
     def _merge(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, columns: List[str],
@@ -291,6 +319,16 @@ def replaceable(staged: Staged, chunks: int) -> bool:
     if staged.whole_keys:
         return staged.rows <= WHOLE_KEYS_REPLACE_MAX
     return staged.from_changes and staged.new_rows < staged.rows
+
+
+def upsertable(staged: Staged, chunks: int, unique_key: List[str]) -> bool:
+    """A changes-only staging that REPLACE USING applies exactly: one chunk, some updated
+    rows, no tombstone (the statement deletes only keys it inserts a row for), key columns
+    whose names the `replaceUsing` option carries plainly. New keys alone keep the insert-only
+    MERGE or the blind INSERT (cheaper: nothing of the target to delete)."""
+    return (chunks == 1 and staged.from_changes and not staged.whole_keys
+            and not staged.inline and staged.tombstones == 0
+            and 0 < staged.rows and staged.new_rows < staged.rows and plain_keys(unique_key))
 
 
 def unseen(staged: Staged) -> bool:

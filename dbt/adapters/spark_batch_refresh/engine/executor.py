@@ -146,7 +146,8 @@ class _InferredKeyNull(Exception):
 class Refresher:
     def __init__(self, fetch: Fetch, run: Run, recorder: Recorder,
                  histories: Optional[SharedHistories] = None,
-                 inserted_key_max: Optional[InsertedKeyMax] = None) -> None:
+                 inserted_key_max: Optional[InsertedKeyMax] = None,
+                 replace_using: bool = False) -> None:
         self._recorder = recorder  # the invocation's, written once at its end (record.py)
         self._meter = Meter(fetch, run)
         self._fetch, self._run = self._meter.fetch, self._meter.run
@@ -159,7 +160,8 @@ class Refresher:
         self.views = ViewReader(self._fetch, histories)
         self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
                               SidecarUpkeep(self._fetch, self._run, self.reader))
-        self._applier = Applier(self._fetch, self._run, self.reader)
+        # `replace_using`: the session writes REPLACE USING (the embedded one, frame_write.py).
+        self._applier = Applier(self._fetch, self._run, self.reader, replace_using)
         self._checks = Preflight(self.reader)
 
     # ---------------------------------------------------------------- plan

@@ -402,6 +402,10 @@ def commit_rows(operation: str, metrics: Mapping[str, str],
     written = number("numOutputRows")
     if written is None:
         return None
+    # A WRITE that deletes by key (REPLACE WHERE, REPLACE USING) counts the rows it kept of
+    # the files it touched as output rows and as copied rows, deletion vectors or not: the
+    # change feed holds neither (a 3-row REPLACE WHERE of a 1,000-row table: 1,001 output).
+    written -= number("numCopiedRows") or 0
     mode = str((parameters or {}).get("mode", "")).lower()
     replaced = "REPLACE" in op or "overwrite" in mode or "predicate" in (parameters or {})
     deleted = number("numDeletedRows")

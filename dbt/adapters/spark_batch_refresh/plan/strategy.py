@@ -83,6 +83,8 @@ class Write(_Named):
     MERGE = "merge"  # MERGE by key
     MERGE_ALL = "merge_all"  # MERGE by key, deleting target rows the staging lacks
     REPLACE_WHERE = "replace_where"  # INSERT INTO ... REPLACE WHERE key IN (literals)
+    # INSERT INTO ... REPLACE USING (key): the embedded session's DataFrame write `replaceUsing`
+    REPLACE_USING = "replace_using"
     INSERT_OVERWRITE = "insert_overwrite"  # the whole target rewritten
     APPEND = "append"  # INSERT INTO of the model over inserted change rows
     # INSERT INTO of staged rows whose keys are all above the target's key ceiling
@@ -177,14 +179,17 @@ def replay_rule(analysis: Analysis, config: BatchRefreshConfig, moved: Collectio
 
 def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
                  replaceable: bool, in_place: bool, partial: bool = False,
-                 unseen: bool = False, inline: bool = False) -> Write:
+                 unseen: bool = False, inline: bool = False, upsert: bool = False) -> Write:
     """The write of a staged refresh. `replaceable`: a changes-only staging REPLACE WHERE can
     take (apply.replaceable); `in_place`: a backfill of a keyed Delta target whose columns
     stay (merged as a difference, so downstream change feeds carry only real changes);
     `partial`: an intermediate staged for its touched partitions only (rows and tombstones);
     `unseen`: a changes-only staging of new rows alone, every key above the target's key
     ceiling (apply.unseen: nothing to match, so a blind INSERT); `inline`: the model over
-    inserted change rows with the key checks in the INSERT's SELECT (Staged.inline)."""
+    inserted change rows with the key checks in the INSERT's SELECT (Staged.inline);
+    `upsert`: a changes-only staging of updated and new rows, no tombstone, that the session
+    can write with `replaceUsing` (apply.upsertable): it goes before REPLACE WHERE (cheaper,
+    no key list, any key) and before the MERGE of a staging too large to list."""
     if strategy is Strategy.BACKFILL:
         return Write.MERGE_ALL if in_place else Write.CREATE
     if strategy is Strategy.OVERWRITE:
@@ -204,6 +209,8 @@ def choose_write(strategy: Strategy, *, keyed: bool, chunks: int, rows: int,
         return Write.MARKER
     if replays and unseen and chunks == 1:
         return Write.INSERT_NEW
+    if replays and upsert and chunks == 1:
+        return Write.REPLACE_USING
     if replays and replaceable:
         return Write.REPLACE_WHERE
     return Write.MERGE_ALL if strategy is Strategy.FULL else Write.MERGE

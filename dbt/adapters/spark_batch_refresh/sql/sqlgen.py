@@ -370,6 +370,35 @@ def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
             f"ELSE raise_error({lit(DUPLICATE_KEY_MARKER)}) END")
 
 
+def replace_using(target: str, staging: str, unique_key: Sequence[str], columns: Sequence[str],
+                  new_range: Optional[tuple[str, str]] = None, guarded: bool = True) -> str:
+    """Apply a changes-only staging without tombstones as one commit, in Databricks' syntax
+    `INSERT INTO t REPLACE USING (key) <rows>`: the target rows whose key some staged row has
+    are deleted, then the staged rows inserted. Spark 4.2's SQL has no such statement; the
+    embedded session runs it as the DataFrame write Delta 4.4 gives it (storage/frame_write.py).
+    No key list (no literal limit, no read of the keys), compound keys too. A staged row
+    carries no tombstone form here: the caller uses it only when there is none.
+
+    `guarded` (a staging with new keys not above the key ceiling): the MERGE's new-key check,
+    as in replace_where, in the rows' SELECT, so a new row on the key of an unchanged target
+    row fails the write before it commits (`new_range`: their range, to prune the target)."""
+    keys = ", ".join(q(k) for k in unique_key)
+    head = f"INSERT INTO {target} REPLACE USING ({keys})\n"
+    cols = ", ".join(q(c) for c in columns)
+    if not guarded:
+        return head + f"SELECT {cols} FROM {staging} WHERE {PRESENT}"
+    picked = ", ".join(f"s.{q(c)}" for c in columns)
+    targets = ", ".join(f"{q(k)} AS _br_t{i}" for i, k in enumerate(unique_key))
+    pruned = (f" WHERE {q(unique_key[0])} BETWEEN {new_range[0]} AND {new_range[1]}"
+              if new_range is not None else "")
+    on = " AND ".join(f"_br_c._br_t{i} = s.{a}" for i, a in enumerate(key_aliases(unique_key)))
+    return (head + f"SELECT {picked} FROM {staging} s\n"
+            f"LEFT JOIN (SELECT {targets} FROM {target}{pruned}) _br_c\n"
+            f"ON s.{HAD_OLD} IS NULL AND {on}\n"
+            f"WHERE s.{PRESENT} AND CASE WHEN _br_c._br_t0 IS NULL THEN true "
+            f"ELSE raise_error({lit(DUPLICATE_KEY_MARKER)}) END")
+
+
 def model_columns(staging_columns: Iterable[str]) -> List[str]:
     return [c for c in staging_columns if c not in BOOKKEEPING and not c.startswith(KEY_PREFIX)]
 
