@@ -112,7 +112,7 @@ class Applier:
         it can be merged in place."""
         strategy = commit.strategy
         upsert = (self._replace_using and upsertable(staged, commit.chunks, config.unique_key)
-                  and self._same_columns(req, staged))
+                  and self._frame_fits(req, staged))
         return choose_write(
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
@@ -206,14 +206,22 @@ class Applier:
                 "rows_deleted": 0}
 
     def _same_columns(self, req: RefreshRequest, staged: Staged) -> bool:
-        """The target has the staged model columns with their types, in order: a DataFrame
-        write casts nothing (an INT column into a BIGINT one fails), where INSERT would."""
+        """The target has the model's columns (as staged) with their types, in order."""
         columns = sqlgen.model_columns(name for name, _ in staged.columns)
         types = {n.lower(): t.lower() for n, t in staged.columns}
         want = [(c.lower(), types.get(c.lower(), "")) for c in columns]
-        have = [(n.lower(), t.lower())
-                for n, t in self._reader.describe(f"SELECT * FROM {req.target}")]
-        return want == have
+        return want == self._columns_of(f"SELECT * FROM {req.target}")
+
+    def _frame_fits(self, req: RefreshRequest, staged: Staged) -> bool:
+        """The rows a REPLACE USING writes have the target's columns and types, in order, as
+        the staging holds them: a DataFrame write casts nothing (an INT column into a BIGINT
+        one fails the write), where INSERT would. Two analyser reads in the embedded session."""
+        cols = ", ".join(sqlgen.q(c) for c in sqlgen.model_columns(n for n, _ in staged.columns))
+        return (self._columns_of(f"SELECT {cols} FROM {staged.source}")
+                == self._columns_of(f"SELECT * FROM {req.target}"))
+
+    def _columns_of(self, query: str) -> List[tuple]:
+        return [(n.lower(), t.lower()) for n, t in self._reader.describe(query)]
 
     def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig,
                           staged: Staged) -> bool:
