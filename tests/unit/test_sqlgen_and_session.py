@@ -249,6 +249,8 @@ def test_replace_using_checks_new_keys_in_the_write_and_parses_back():
     assert replace_using_statement(sqlgen.replace_where(
         "t", "st", "id", ["1"], ["id"], ("1", "1"))) is None
     assert plain_keys(["id", "order_2"]) and not plain_keys(["my id"])
+    spaced = replace_using_statement(sqlgen.replace_using("`my db`.`t 1`", "st", ["id"], ["id"]))
+    assert spaced is not None and spaced.target == "`my db`.`t 1`"
 
 
 def test_a_replay_replaces_by_key_an_upsert_staging_only():

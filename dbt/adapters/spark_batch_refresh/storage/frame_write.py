@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional
 
 _STATEMENT = re.compile(
-    r"\s*INSERT\s+INTO\s+(?P<target>\S+)\s+REPLACE\s+USING\s*\((?P<keys>[^)]*)\)\s*\n"
+    r"\s*INSERT\s+INTO\s+(?P<target>(?:`[^`]*`|[^\s`])+)\s+REPLACE\s+USING\s*"
+    r"\((?P<keys>[^)]*)\)\s*\n"
     r"(?P<query>\S.*)", re.IGNORECASE | re.DOTALL)
 _PLAIN = r"[A-Za-z_][A-Za-z0-9_]*"
 _IDENTIFIER = re.compile(rf"`?(?P<name>{_PLAIN})`?")
