@@ -9,7 +9,7 @@ refresh first, Delta skipped or refused this write, and ConcurrentRefresh says w
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -220,7 +220,7 @@ class Applier:
         return (self._columns_of(f"SELECT {cols} FROM {staged.source}")
                 == self._columns_of(f"SELECT * FROM {req.target}"))
 
-    def _columns_of(self, query: str) -> List[tuple]:
+    def _columns_of(self, query: str) -> List[Tuple[str, str]]:
         return [(n.lower(), t.lower()) for n, t in self._reader.describe(query)]
 
     def _rebuild_in_place(self, req: RefreshRequest, config: BatchRefreshConfig,
