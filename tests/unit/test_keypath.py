@@ -269,6 +269,11 @@ def test_a_global_aggregate_delta_upkeep_cannot_keep_says_so():
      "groups by an aggregated value"),
     ("select id from s.a a where v > (select b.v from s.b b where b.id = a.id)", "WHERE expression"),
     ("select id from s.t version as of 3", "time travel"),
+    # the aggregate in the outer join's ON decides between the match and the NULL-extended
+    # row, whose keys differ (fuzz seed 5324: keys missed, a wrong result on main)
+    ("select concat_ws('|', coalesce(cast(o.id as string), '~'), cast(g.k as string)) as id "
+     "from s.a o right join (select k, max(v) as m from s.b group by k) g "
+     "on o.id = g.k and g.m <> 1", "in an outer join's condition"),
     ("select a.id from s.a a join s.b b on a.id = b.id and exists (select 1 from s.c c where c.id = a.id)",
      "JOIN condition"),
 ])
