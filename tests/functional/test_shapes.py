@@ -93,6 +93,18 @@ join {{ source('raw', 'customers') }} c on o.customer_id = c.id
 left join {{ source('raw', 'products') }} p on p.id = o.product_id
 left join paid on paid.order_id = o.id
 """, 40),
+    # An aggregate in an outer join's condition (fuzz seed 5324, fz09): a payment's change
+    # can flip its order between the match and the NULL-extended row, whose keys differ; both
+    # are affected keys (a change on orders, the NULL-supplying side, makes or unmakes them).
+    Shape("s_right_join_on_aggregate", """
+{{ config(materialized='batch_refresh', unique_key='k') }}
+select coalesce(o.id, -pt.order_id) as k, o.status, pt.paid
+from {{ source('raw', 'orders') }} o
+right join (select order_id, sum(amount) as paid, max(amount) as top
+            from {{ source('raw', 'payments') }} where order_id is not null
+            group by order_id) pt
+  on o.id = pt.order_id and pt.top > 30
+""", 4),
     Shape("s_group_all_aggs", """
 {{ config(materialized='batch_refresh') }}
 select customer_id, sum(amount) as total, count(*) as n, count(distinct status) as statuses,
@@ -516,7 +528,8 @@ class TestShapeCatalogue:
                             ("s_running_total", "[partition recompute] "),
                             ("s_no_orders", "orders (as o): on the NULL-supplying side"),
                             ("s_join_full", "orders (as o): on the NULL-supplying side"),
-                            ("s_qualify_latest", "[partition recompute] ")):
+                            ("s_qualify_latest", "[partition recompute] "),
+                            ("s_right_join_on_aggregate", "condition lost an aggregated value")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

@@ -269,17 +269,44 @@ def test_a_global_aggregate_delta_upkeep_cannot_keep_says_so():
      "groups by an aggregated value"),
     ("select id from s.a a where v > (select b.v from s.b b where b.id = a.id)", "WHERE expression"),
     ("select id from s.t version as of 3", "time travel"),
-    # the aggregate in the outer join's ON decides between the match and the NULL-extended
-    # row, whose keys differ (fuzz seed 5324: keys missed, a wrong result on main)
-    ("select concat_ws('|', coalesce(cast(o.id as string), '~'), cast(g.k as string)) as id "
-     "from s.a o right join (select k, max(v) as m from s.b group by k) g "
-     "on o.id = g.k and g.m <> 1", "in an outer join's condition"),
+    ("select concat_ws('|', cast(o.id as string), cast(c.id as string), g.k) as id "
+     "from (select k, max(v) as m from s.b group by k) g "
+     "left join s.a o on o.id = g.k and g.m <> 1 left join s.c c on c.id = g.k and g.m > 2",
+     "more than one outer join"),
     ("select a.id from s.a a join s.b b on a.id = b.id and exists (select 1 from s.c c where c.id = a.id)",
      "JOIN condition"),
 ])
 def test_fallback_reasons(sql, reason):
     a = sa.analyze(sql, ("id",) if "group by n" not in sql else ("n",))
     assert a.incremental_reason is not None and reason in a.incremental_reason, a.incremental_reason
+
+
+AGG_ON_KEY = "concat_ws('|', coalesce(cast(o.id as string), '~'), cast(g.k as string)) as id"
+GROUPED = "(select k, max(v) as m from s.b group by k) g"
+
+
+@pytest.mark.parametrize("sql,extended", [
+    # the changed aggregate preserved: its NULL-extended row from the other side emptied
+    (f"select {AGG_ON_KEY} from s.a o right join {GROUPED} on o.id = g.k and g.m <> 1",
+     "FROM (SELECT * FROM S.A VERSION AS OF 9 AS O WHERE FALSE) AS O RIGHT JOIN"),
+    (f"select {AGG_ON_KEY} from {GROUPED} left join s.a o on o.id = g.k and g.m > 3",
+     "LEFT JOIN (SELECT * FROM S.A VERSION AS OF 9 AS O WHERE FALSE) AS O"),
+    # the changed aggregate NULL-supplying: the preserved rows matching its change rows on
+    # the condition's other conjuncts
+    (f"select {AGG_ON_KEY} from s.a o left join {GROUPED} on o.id = g.k and g.m <> 1",
+     "LEFT SEMI JOIN (SELECT K, MAX(V) AS M FROM (SELECT * FROM TABLE_CHANGES('S.B', 3, 5)) AS B "
+     "GROUP BY K) AS _BR_M ON O.ID = _BR_M.K LEFT JOIN"),
+])
+def test_an_aggregate_in_an_outer_joins_condition_adds_both_rows_of_each_changed_group(sql,
+                                                                                      extended):
+    """Fuzz seed 5324 (fz09): dropped from an outer join's ON, a conjunct over an aggregate of
+    the change rows no longer decides between a group's match and its NULL-extended row, whose
+    keys differ; both come out (on main before 3afec39 the NULL-extended one was missed)."""
+    assert sa.analyze(sql, ("id",)).incremental_reason is None
+    out = sa.affected_keys_sql(sql, ["id"], {"s.b": (3, 5)}, {"s.a": 9, "s.b": 5}, {})
+    matched, branch = out[0].upper().split(" UNION ALL ")
+    assert "<> 1" not in matched and "> 3" not in matched, matched
+    assert extended in branch, branch
 
 
 def test_unparsed_model_falls_back():

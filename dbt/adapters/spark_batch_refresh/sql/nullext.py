@@ -57,7 +57,12 @@ def null_extended(select: exp.Select, child: exp.Expression,
     if join.args.get("method") or (on is None and not join.args.get("using")):
         raise NotIncremental(f"outer-joins a changing upstream ({alias}) without ON or USING")
     if on is not None and st.refs(on, alias.lower(), partial):
-        raise NotIncremental("joins on an aggregated value of a changing upstream")
+        # A conjunct over an aggregated value of the change rows cannot be judged (as in the
+        # matched branch, dropped): every preserved row matching the rest is a candidate.
+        kept = [c for c in st.conjuncts(on) if not st.refs(c, alias.lower(), partial)]
+        if not kept:
+            raise NotIncremental("joins on an aggregated value of a changing upstream")
+        on = exp.and_(*[c.copy() for c in kept])
     if at > position and on is not None:
         _only_between(on, alias, join.this.alias_or_name)
     extended = select.copy()
@@ -77,6 +82,31 @@ def null_extended(select: exp.Select, child: exp.Expression,
     # ones left of it); after it when a later RIGHT/FULL join preserves its own right side.
     ext_joins.insert(at - 1 if at == position else at, semi)
     extended.set("joins", ext_joins)
+    for clause in ("where", "having", "order"):
+        extended.set(clause, None)  # judged on partial rows, as in the matched branch
+    return extended
+
+
+def unmatched(select: exp.Select, join: exp.Join) -> exp.Select:
+    """The rows of `select` in which outer `join` NULL-extends the changed (preserved) rows.
+
+    Called after the walk dropped a conjunct over an aggregated value from `join`'s condition
+    (partial over change rows, its truth unknown): the matched branch then has every candidate
+    match, and this branch the NULL-extended row each changed row has when none holds. It is
+    the same SELECT with the NULL-supplying side emptied (the right side of a LEFT JOIN, every
+    source left of a RIGHT JOIN), so Spark prunes its scans.
+    """
+    extended = select.copy()
+    joins: List[exp.Join] = list(extended.args.get("joins") or [])
+    at = next(i for i, j in enumerate(select.args.get("joins") or []) if j is join)
+    if (join.side or "").upper() == "LEFT":
+        emptied = [joins[at]]
+    else:
+        emptied = [extended.args["from_"], *joins[:at]]
+    for item in emptied:
+        source = item.this
+        empty = exp.select("*").from_(source.copy()).where("false")
+        item.set("this", st.aliased(empty, source.alias_or_name))
     for clause in ("where", "having", "order"):
         extended.set(clause, None)  # judged on partial rows, as in the matched branch
     return extended
