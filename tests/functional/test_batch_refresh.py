@@ -164,13 +164,15 @@ class TestBackfillThenReplay:
         # post-image are equal (the no-op update of id 6 upstream left no trace)
         for model in ["orders_rw", "customer_totals"]:
             assert equal_updates(project, f"{schema}.{model}") == 0, model
-        # the aggregate's affected groups (a, b, c) recomputed and replaced by key in one
-        # REPLACE WHERE (a WRITE commit, not a MERGE), counted exactly
+        # the aggregate's affected groups (a, b, c) recomputed, none gone: replaced by key in
+        # one REPLACE USING (a WRITE commit, not a MERGE; no read of the target before it),
+        # counted exactly from its metrics
         totals = history(project, "customer_totals")[-1]
         assert (totals["rows_inserted"], totals["rows_updated"], totals["rows_deleted"]) == (
             0, 3, 0), totals
         last = rows(project, f"describe history {schema}.customer_totals limit 1")[0]
-        assert last["operation"] == "WRITE", last["operation"]
+        assert (last["operation"], dict(last["operationParameters"]).get("replaceUsingCols")) \
+            == ("WRITE", "(customer)"), last
 
         # 4a. rows move between keys of one group and its totals stay: the group is
         # recomputed, found equal to its target row and not rewritten (no change rows)

@@ -111,13 +111,22 @@ class Applier:
         """How this commit writes (strategy.choose_write); a backfill asks the target whether
         it can be merged in place."""
         strategy = commit.strategy
-        upsert = (self._replace_using and upsertable(staged, commit.chunks, config.unique_key)
-                  and self._frame_fits(req, staged))
         return choose_write(
             strategy, keyed=bool(config.unique_key), chunks=commit.chunks, rows=staged.rows,
             replaceable=replaceable(staged, commit.chunks),
             in_place=strategy is Strategy.BACKFILL and self._rebuild_in_place(req, config, staged),
-            partial=staged.partial, unseen=unseen(staged), inline=staged.inline, upsert=upsert)
+            partial=staged.partial, unseen=unseen(staged), inline=staged.inline,
+            upsert=self._upsert(req, config, staged, commit.chunks))
+
+    def _upsert(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
+                chunks: int) -> bool:
+        """Whether the session writes this staging by REPLACE USING (upsertable), its rows'
+        types checked once per staging (guard() and the write ask alike)."""
+        if not (self._replace_using and upsertable(staged, chunks, config.unique_key)):
+            return False
+        if staged.frame_fits is None:
+            staged.frame_fits = self._frame_fits(req, staged)
+        return staged.frame_fits
 
     def _write(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
                commit: RefreshCommit, write: Write) -> Dict[str, int]:
@@ -196,7 +205,14 @@ class Applier:
         """An upsert staging (apply.upsertable) by REPLACE USING: the staged keys' target rows
         replaced by the staged rows in one commit, as the REPLACE WHERE does, but with no key
         list (no read of the keys, no 50,000-key limit, a compound key too). The new-key check
-        is in the write, as there, unless every new key lies above the target's ceiling."""
+        is in the write, as there, unless every new key lies above the target's ceiling; a
+        whole-keys staging's rows equal to the target's are left out in the write instead, and
+        its counts come from the commit's metrics (count_committed)."""
+        if staged.whole_keys:
+            self._run(sqlgen.replace_using_changed(
+                req.target, staged.source, config.unique_key, columns, staged.key_range,
+                unordered=[n for n, t in staged.columns if not groupable_type(t)]))
+            return {}
         guarded = staged.new_rows > 0 and not staged.new_keys_unseen
         with _refusing_collisions(req, config, "the target was not touched"):
             self._run(sqlgen.replace_using(
@@ -261,7 +277,8 @@ class Applier:
         write = choose_write(strategy, keyed=bool(config.unique_key), chunks=1, rows=staged.rows,
                              replaceable=replaceable(staged, 1), in_place=False,
                              partial=staged.partial, unseen=unseen(staged),
-                             inline=staged.inline)
+                             inline=staged.inline,
+                             upsert=self._upsert(req, config, staged, 1))
         if write is Write.REPLACE_WHERE and staged.whole_keys:
             self._changed_keys(req, config, staged)
 
@@ -330,13 +347,20 @@ def replaceable(staged: Staged, chunks: int) -> bool:
 
 
 def upsertable(staged: Staged, chunks: int, unique_key: List[str]) -> bool:
-    """A changes-only staging that REPLACE USING applies exactly: one chunk, some updated
-    rows, no tombstone (the statement deletes only keys it inserts a row for), key columns
-    whose names the `replaceUsing` option carries plainly. New keys alone keep the insert-only
-    MERGE or the blind INSERT (cheaper: nothing of the target to delete)."""
-    return (chunks == 1 and staged.from_changes and not staged.whole_keys
-            and not staged.inline and staged.tombstones == 0
-            and 0 < staged.rows and staged.new_rows < staged.rows and plain_keys(unique_key))
+    """A staging that REPLACE USING applies exactly: one chunk, no tombstone (the statement
+    deletes only keys it inserts a row for), key columns whose names the `replaceUsing` option
+    carries plainly, and either
+
+    * a changes-only staging with some updated row (new keys alone keep the insert-only MERGE
+      or the blind INSERT, cheaper: nothing of the target to delete);
+    * or a whole-keys staging (every key recomputed has a row; sqlgen.replace_using_changed
+      leaves out the rows equal to the target's)."""
+    if chunks != 1 or staged.inline or staged.tombstones != 0 or staged.rows <= 0 \
+            or not plain_keys(unique_key):
+        return False
+    if staged.whole_keys:
+        return True
+    return staged.from_changes and staged.new_rows < staged.rows
 
 
 def unseen(staged: Staged) -> bool:
@@ -388,6 +412,17 @@ def count_committed(metrics: Any, result: RefreshResult) -> None:
             return int(metrics.get(name) or 0)
         except (TypeError, ValueError):
             return 0
+    if "numCopiedRows" in metrics and "numTargetRowsInserted" not in metrics:
+        # A WRITE that deletes by key (REPLACE USING, REPLACE WHERE) counts the rows it kept
+        # of the files it touched as output and as copied; what it deleted of a key it wrote
+        # a row for is an update (exact for REPLACE USING, which deletes no other key).
+        written = number("numOutputRows") - number("numCopiedRows")
+        deleted = number("numDeletedRows")
+        updated = min(written, deleted)
+        result.rows_inserted += written - updated
+        result.rows_updated += updated
+        result.rows_deleted += deleted - updated
+        return
     result.rows_inserted += number("numTargetRowsInserted") or number("numOutputRows")
     result.rows_updated += number("numTargetRowsUpdated")
     result.rows_deleted += number("numTargetRowsDeleted")

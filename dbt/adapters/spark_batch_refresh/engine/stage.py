@@ -81,6 +81,8 @@ class Staged:
     # writes_direct; a keyed backfill's checks inline, backfills_checked): the write's commit
     # metrics count its rows.
     direct: bool = False
+    # Whether its rows have the target's column types (Applier._frame_fits), once read.
+    frame_fits: Optional[bool] = None
 
     @property
     def new_keys_unseen(self) -> bool:

@@ -399,6 +399,25 @@ def replace_using(target: str, staging: str, unique_key: Sequence[str], columns:
             f"ELSE raise_error({lit(DUPLICATE_KEY_MARKER)}) END")
 
 
+def replace_using_changed(target: str, staging: str, unique_key: Sequence[str],
+                          columns: Sequence[str], key_range: Optional[tuple[str, str]],
+                          unordered: Iterable[str] = ()) -> str:
+    """Apply a whole-keys staging without tombstones (every model row of its keys, each key
+    with a row) as one REPLACE USING commit: the staged rows that differ from their key's
+    target row, or have none, replace it. A recomputed row equal to the target's is left out
+    (no rewrite, nothing in the change feed), compared in the write's own SELECT: no read of
+    the target before the write (keys_against_target), no key list (any number of keys, a
+    compound key too). A whole-keys staging needs no new-key check: its keys' rows are the
+    model's."""
+    keys = ", ".join(q(k) for k in unique_key)
+    non_key = [c for c in columns if c not in unique_key]
+    picked = ", ".join(f"s.{q(c)}" for c in columns)
+    return (f"INSERT INTO {target} REPLACE USING ({keys})\n"
+            f"SELECT {picked} FROM {staging} s LEFT ANTI JOIN {target} t\n"
+            f"ON {_target_match(unique_key, key_range)} AND NOT ({_differs(non_key, unordered)})\n"
+            f"WHERE s.{PRESENT}")
+
+
 def model_columns(staging_columns: Iterable[str]) -> List[str]:
     return [c for c in staging_columns if c not in BOOKKEEPING and not c.startswith(KEY_PREFIX)]
 
