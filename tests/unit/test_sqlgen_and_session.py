@@ -65,9 +65,9 @@ def test_a_replace_where_guards_new_keys_in_the_write():
                                new_range=("7", "7"))
     assert sql.startswith("INSERT INTO s.t REPLACE WHERE `id` IN (3, 7) AND `id` BETWEEN 3 AND 7")
     # only a new row (no old one) meets the target's keys, read in the new keys' range
-    assert ("LEFT JOIN (SELECT `id` AS _br_t FROM s.t WHERE `id` BETWEEN 7 AND 7) _br_c\n"
-            "ON s._br_had_old IS NULL AND _br_c._br_t = s._br_k_0") in sql
-    assert sql.endswith("WHERE s._br_present AND CASE WHEN _br_c._br_t IS NULL THEN true "
+    assert ("LEFT JOIN (SELECT `id` AS _br_t0 FROM s.t WHERE `id` BETWEEN 7 AND 7) _br_c\n"
+            "ON s._br_had_old IS NULL AND _br_c._br_t0 = s._br_k_0") in sql
+    assert sql.endswith("WHERE s._br_present AND CASE WHEN _br_c._br_t0 IS NULL THEN true "
                         f"ELSE raise_error('{sqlgen.DUPLICATE_KEY_MARKER}') END")
     assert "SELECT s.`id`, s.`v` FROM st s" in sql
 

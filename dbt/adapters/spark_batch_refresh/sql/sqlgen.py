@@ -360,13 +360,24 @@ def replace_where(target: str, staging: str, key: str, literals: Sequence[str],
             f"AND {q(key)} BETWEEN {key_range[0]} AND {key_range[1]}\n")
     if new_range is None:
         return head + f"SELECT {cols} FROM {staging} WHERE {rows}"
-    alias = key_aliases([key])[0]
+    return head + _guarded_rows(target, staging, [key], columns, f"s.{rows}", new_range)
+
+
+def _guarded_rows(target: str, staging: str, unique_key: Sequence[str], columns: Sequence[str],
+                  where: str, new_range: Optional[tuple[str, str]]) -> str:
+    """The staged rows (s) satisfying `where`, with the MERGE's new-key check of a REPLACE
+    WHERE / USING: a new row (no old row) whose key the target holds fails the statement with
+    DUPLICATE_KEY_MARKER before it commits; `new_range`, the new keys' literal range of the
+    first key column, prunes the target read."""
     picked = ", ".join(f"s.{q(c)}" for c in columns)
-    return (head + f"SELECT {picked} FROM {staging} s\n"
-            f"LEFT JOIN (SELECT {q(key)} AS _br_t FROM {target} "
-            f"WHERE {q(key)} BETWEEN {new_range[0]} AND {new_range[1]}) _br_c\n"
-            f"ON s.{HAD_OLD} IS NULL AND _br_c._br_t = s.{alias}\n"
-            f"WHERE s.{rows} AND CASE WHEN _br_c._br_t IS NULL THEN true "
+    targets = ", ".join(f"{q(k)} AS _br_t{i}" for i, k in enumerate(unique_key))
+    pruned = (f" WHERE {q(unique_key[0])} BETWEEN {new_range[0]} AND {new_range[1]}"
+              if new_range is not None else "")
+    on = " AND ".join(f"_br_c._br_t{i} = s.{a}" for i, a in enumerate(key_aliases(unique_key)))
+    return (f"SELECT {picked} FROM {staging} s\n"
+            f"LEFT JOIN (SELECT {targets} FROM {target}{pruned}) _br_c\n"
+            f"ON s.{HAD_OLD} IS NULL AND {on}\n"
+            f"WHERE {where} AND CASE WHEN _br_c._br_t0 IS NULL THEN true "
             f"ELSE raise_error({lit(DUPLICATE_KEY_MARKER)}) END")
 
 
@@ -387,16 +398,7 @@ def replace_using(target: str, staging: str, unique_key: Sequence[str], columns:
     cols = ", ".join(q(c) for c in columns)
     if not guarded:
         return head + f"SELECT {cols} FROM {staging} WHERE {PRESENT}"
-    picked = ", ".join(f"s.{q(c)}" for c in columns)
-    targets = ", ".join(f"{q(k)} AS _br_t{i}" for i, k in enumerate(unique_key))
-    pruned = (f" WHERE {q(unique_key[0])} BETWEEN {new_range[0]} AND {new_range[1]}"
-              if new_range is not None else "")
-    on = " AND ".join(f"_br_c._br_t{i} = s.{a}" for i, a in enumerate(key_aliases(unique_key)))
-    return (head + f"SELECT {picked} FROM {staging} s\n"
-            f"LEFT JOIN (SELECT {targets} FROM {target}{pruned}) _br_c\n"
-            f"ON s.{HAD_OLD} IS NULL AND {on}\n"
-            f"WHERE s.{PRESENT} AND CASE WHEN _br_c._br_t0 IS NULL THEN true "
-            f"ELSE raise_error({lit(DUPLICATE_KEY_MARKER)}) END")
+    return head + _guarded_rows(target, staging, unique_key, columns, f"s.{PRESENT}", new_range)
 
 
 def replace_using_changed(target: str, staging: str, unique_key: Sequence[str],
