@@ -211,7 +211,7 @@ class Applier:
         if staged.whole_keys:
             self._run(sqlgen.replace_using_changed(
                 req.target, staged.source, config.unique_key, columns, staged.key_range,
-                unordered=[n for n, t in staged.columns if not groupable_type(t)]))
+                unordered=_unordered(staged)))
             return {}
         guarded = staged.new_rows > 0 and not staged.new_keys_unseen
         with _refusing_collisions(req, config, "the target was not touched"):
@@ -261,7 +261,7 @@ class Applier:
             delete_missing=delete_missing,
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
             guard_new_keys=staged.from_changes,
-            unordered=[n for n, t in staged.columns if not groupable_type(t)],
+            unordered=_unordered(staged),
             key_range=staged.key_range)
         with _refusing_collisions(req, config, "this merge was not applied"):
             merged = self._fetch(merge)
@@ -290,7 +290,7 @@ class Applier:
         rows = self._fetch(sqlgen.keys_against_target(
             req.target, staged.source, config.unique_key,
             sqlgen.model_columns(n for n, _ in staged.columns), staged.key_range,
-            unordered=[n for n, t in staged.columns if not groupable_type(t)]))
+            unordered=_unordered(staged)))
         changed = [r for r in rows if not r["same"] and (r["present"] or r["existed"])]
         staged.replace_keys = [r["k"] for r in changed]
         staged.replace_counts = {
@@ -324,6 +324,11 @@ class Applier:
 
     def drop_staging_table(self, table: str) -> None:
         self._run(f"DROP TABLE IF EXISTS {table}")
+
+
+def _unordered(staged: Staged) -> List[str]:
+    """Staged columns that have no `<=>` (maps, variants): compared as JSON text."""
+    return [n for n, t in staged.columns if not groupable_type(t)]
 
 
 def replaceable(staged: Staged, chunks: int) -> bool:

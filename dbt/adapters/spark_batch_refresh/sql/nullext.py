@@ -71,8 +71,7 @@ def null_extended(select: exp.Select, child: exp.Expression,
     changed = item.this
     matcher = changed.copy()
     matcher.set("alias", exp.TableAlias(this=exp.to_identifier(_MATCH)))
-    empty = exp.select("*").from_(changed.copy()).where("false")
-    item.set("this", st.aliased(empty, alias))
+    item.set("this", _emptied(changed, alias))
     semi = exp.Join(this=matcher, side="LEFT", kind="SEMI")
     if on is not None:
         semi.set("on", _renamed(on.copy(), alias, _MATCH))
@@ -104,12 +103,15 @@ def unmatched(select: exp.Select, join: exp.Join) -> exp.Select:
     else:
         emptied = [extended.args["from_"], *joins[:at]]
     for item in emptied:
-        source = item.this
-        empty = exp.select("*").from_(source.copy()).where("false")
-        item.set("this", st.aliased(empty, source.alias_or_name))
+        item.set("this", _emptied(item.this, item.this.alias_or_name))
     for clause in ("where", "having", "order"):
         extended.set(clause, None)  # judged on partial rows, as in the matched branch
     return extended
+
+
+def _emptied(source: exp.Expression, alias: str) -> exp.Expression:
+    """`source` with no rows, under `alias` (`SELECT * ... WHERE false`: Spark prunes it)."""
+    return st.aliased(exp.select("*").from_(source.copy()).where("false"), alias)
 
 
 def _only_between(on: exp.Expression, alias: str, other: str) -> None:
