@@ -8,12 +8,14 @@ session turns it off (embedded/session_defaults.py DELTA_VERIFY_NON_UTC). The JV
 runs in the machine's zone (UTC here), so a session in another zone stands for a user's laptop.
 
 A statement whose task fails is reported by dbt once; Spark's own logs of the same failure
-(embedded/log4j2.properties) stay off the console.
+(embedded/log4j2.properties) stay off the console, and so does the Hive metastore's refusal of
+a Delta table's schema that every REPLACE USING write meets.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import pytest
 
@@ -48,6 +50,27 @@ class TestCommitsOutsideUtc:
         assert [r["id"] for r in session.sql(f"select id from {table} order by id").collect()] == [1, 2]
 
 
+@contextmanager
+def _console(session: Any) -> Iterator[Any]:
+    """What reaches log4j's root appenders inside the block (a StringWriter)."""
+    log4j = session._jvm.org.apache.logging.log4j
+    context = log4j.LogManager.getContext(False)
+    config = context.getConfiguration()
+    written = session._jvm.java.io.StringWriter()
+    layout = log4j.core.layout.PatternLayout.createDefaultLayout()
+    capture = log4j.core.appender.WriterAppender.createAppender(
+        layout, None, written, "batch-refresh-test-capture", False, True)
+    capture.start()
+    config.getRootLogger().addAppender(capture, None, None)
+    context.updateLoggers()
+    try:
+        yield written
+    finally:
+        config.getRootLogger().removeAppender("batch-refresh-test-capture")
+        context.updateLoggers()
+        capture.stop()
+
+
 class TestFailedTasksQuiet:
     def test_a_failed_task_logs_nothing_to_the_console(self, project):
         """A statement that fails in its task, as a refresh's inline key check does by design:
@@ -56,29 +79,43 @@ class TestFailedTasksQuiet:
         from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
 
         session = EmbeddedSpark._base.newSession()
-        jvm = session._jvm
-        log4j = jvm.org.apache.logging.log4j
-        context = log4j.LogManager.getContext(False)
-        config = context.getConfiguration()
-        written = jvm.java.io.StringWriter()
-        layout = log4j.core.layout.PatternLayout.createDefaultLayout()
-        capture = log4j.core.appender.WriterAppender.createAppender(
-            layout, None, written, "batch-refresh-test-capture", False, True)
-        capture.start()
-        config.getRootLogger().addAppender(capture, None, None)
-        context.updateLoggers()
-        try:
-            table = f"{project.test_schema}.failing_write"
+        log4j = session._jvm.org.apache.logging.log4j
+        table = f"{project.test_schema}.failing_write"
+        with _console(session) as written:
             session.sql(f"create table {table} (id int) using delta")
             with pytest.raises(Exception, match="batch_refresh probe"):
                 session.sql(f"insert into {table} select case when id < 5 then cast(id as int) "
                             f"else raise_error('batch_refresh probe') end from range(10)").collect()
             log4j.LogManager.getLogger("batch_refresh.test").error("a logger left on")
-        finally:
-            config.getRootLogger().removeAppender("batch-refresh-test-capture")
-            context.updateLoggers()
-            capture.stop()
         text = written.toString()
         assert "a logger left on" in text
         assert "batch_refresh probe" not in text, text[:3000]
         assert session.sql(f"select count(*) as n from {table}").collect()[0]["n"] == 0
+
+    def test_a_replace_using_write_logs_nothing_to_the_console(self, project):
+        """The DataFrame write a REPLACE USING runs as (storage/frame_write.py) replaces the
+        table through the Hive metastore, which refuses the Delta table's schema first and logs
+        that with its trace; the metastore's other errors still reach the console."""
+        from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
+        from dbt.adapters.spark_batch_refresh.storage.frame_write import (
+            replace_using_statement, write_replace_using)
+
+        session = EmbeddedSpark._base.newSession()
+        log4j = session._jvm.org.apache.logging.log4j
+        table = f"{project.test_schema}.replaced_using"
+        session.sql(f"create table {table} using delta as "
+                    "select id, id * 10 as v from range(5)")
+        statement = replace_using_statement(
+            f"INSERT INTO {table} REPLACE USING (`id`)\nSELECT id, v + 1 AS v FROM {table} "
+            "WHERE id IN (1, 2) UNION ALL SELECT 7 AS id, 70 AS v")
+        assert statement is not None
+        with _console(session) as written:
+            write_replace_using(session, statement)
+            log4j.LogManager.getLogger("org.apache.hadoop.hive.metastore.RetryingHMSHandler") \
+                .error("a metastore error left on")
+        text = written.toString()
+        assert "a metastore error left on" in text
+        assert "incompatible" not in text and "Failed to alter" not in text, text[:3000]
+        rows = session.sql(f"select id, v from {table} order by id").collect()
+        assert [(r["id"], r["v"]) for r in rows] == [(0, 0), (1, 11), (2, 21), (3, 30),
+                                                     (4, 40), (7, 70)]
