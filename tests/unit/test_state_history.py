@@ -14,6 +14,12 @@ from dbt.adapters.spark_batch_refresh.storage.state import StateStore
 T = datetime(2030, 1, 1, 12, 0, 0)
 
 
+def _rows(sql: str) -> int:
+    """The rows of the statement's one inline table (VALUES list)."""
+    assert sql.count("FROM VALUES") == 1 and "UNION ALL" not in sql
+    return sql.count("\n(")
+
+
 def _commit(model: str, refresh: int = 2) -> RefreshCommit:
     return RefreshCommit(
         model_id=model, refresh=refresh, plan_id=f"p{refresh}", run_id=f"p{refresh}",
@@ -36,11 +42,11 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
     # history first: a state row that records a refresh implies its history row was written
     assert [s.split()[0] for s in ran] == ["INSERT", "MERGE"]
     insert, merge = ran
-    assert merge.count("UNION ALL") == 3  # four models, one statement
+    assert _rows(merge) == 4  # four models, one statement
     assert "WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome" in merge
     assert "s.refresh >= t.refresh" in merge  # an older refresh never overwrites a newer one
     # history: the new and the previous refresh of each model, each written only if missing
-    assert insert.count("UNION ALL") == 5
+    assert _rows(insert) == 6
     assert "WHERE NOT EXISTS (SELECT 1 FROM s.batch_refresh_history h" in insert
     assert not recorder.pending()
 
@@ -55,8 +61,8 @@ def test_an_up_to_date_state_row_makes_the_history_write_a_blind_append():
                          previous=history_row(_commit("model.p.a", 2), None, T, T), previous_refresh=2))
     recorder.flush(lambda sql: [{"model_id": "model.p.a", "refresh": 2}], ran.append)
     insert, merge = ran
-    assert "NOT EXISTS" not in insert and "UNION ALL" not in insert  # refresh 3 alone, no read
-    assert "CAST('p3' AS STRING) AS run_id" in insert
+    assert "NOT EXISTS" not in insert and _rows(insert) == 1  # refresh 3 alone, no read
+    assert "(CAST('p3' AS STRING), CAST('model.p.a' AS STRING)" in insert
 
 
 def test_state_values_come_from_the_commit():
@@ -96,6 +102,6 @@ def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
     insert = ran[0]
     # a: 3, 4, 5 (its 4 found in the log and offered as previous, kept once); b: 5 (its state
     # row records 4, so 4's history row is there)
-    assert insert.count("UNION ALL") == 3
-    assert "CAST('p3' AS STRING) AS run_id" in insert and "'p2'" not in insert
+    assert _rows(insert) == 4
+    assert "(CAST('p3' AS STRING), CAST('model.p.a' AS STRING)" in insert and "'p2'" not in insert
     assert "WHERE NOT EXISTS" in insert
