@@ -4,7 +4,7 @@ written to a directory, run in-process."""
 from __future__ import annotations
 
 import os
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 # A view that starts the embedded session (its first `dbt run`) before anything is timed.
 SPARK_UP = "{{ config(materialized='view') }}\nselect 1 as up\n"
@@ -50,3 +50,37 @@ def run_models(dbt: Any, project: str, args: List[str]) -> List[Any]:
     if bad:
         raise RuntimeError("; ".join(f"{r.node.name}: {r.status} {r.message}" for r in bad))
     return results
+
+
+def start_source_project(project: str, *, name: str, schema: str, models: Mapping[str, str],
+                         rows: int) -> Tuple[Any, Any]:
+    """A project of `models` over one source, `raw.src` (`<schema>_raw.src`: `rows` rows of
+    `id, g = id % 1000, v`, Delta with its change feed), the embedded session started by a
+    `spark_up` view: (dbt's runner, the session). bench/first_build.py, bench/invocation.py."""
+    write_project(project, name=name, schema=schema, session_dir=os.path.join(project, "session"),
+                  sources=(f"version: 2\nsources:\n  - name: raw\n    schema: {schema}_raw\n"
+                           "    tables:\n      - name: src\n"),
+                  models={"spark_up": SPARK_UP, **models})
+    from dbt.cli.main import dbtRunner
+    from pyspark.sql import SparkSession
+
+    dbt = dbtRunner()
+    run_models(dbt, project, ["--select", "spark_up"])
+    spark = SparkSession.builder.getOrCreate()
+    spark.sql(f"create schema if not exists {schema}_raw")
+    spark.sql(f"create or replace table {schema}_raw.src using delta "
+              "tblproperties (delta.enableChangeDataFeed = true) as "
+              f"select id, id % 1000 as g, cast(id * 7 % 100 as int) as v from range({rows})")
+    return dbt, spark
+
+
+def save_results(name: str, text: str, data: Mapping[str, Any]) -> None:
+    """bench/results/<name>.md (`text`) and <name>.json (`data` and when it was written)."""
+    import json
+    import time
+
+    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    with open(os.path.join(out, f"{name}.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
+        json.dump({**data, "started": time.strftime("%Y-%m-%d %H:%M:%S")}, f, indent=1)

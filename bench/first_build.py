@@ -15,18 +15,16 @@ table build of the same SQL. The report goes to bench/results/<name>.md and .jso
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
 import sys
 import tempfile
-import time
 from typing import Any, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.dbt_invoke import SPARK_UP, run_models, write_project  # noqa: E402
+from bench.dbt_invoke import run_models, save_results, start_source_project  # noqa: E402
 from bench.scratch_spark import arguments  # noqa: E402
 
 SCHEMA = "first_build"
@@ -53,22 +51,9 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="bench-first-build-", dir="/tmp")
     try:
         project = os.path.join(work, "project")
-        write_project(project, name="first_build", schema=SCHEMA,
-                      session_dir=os.path.join(project, "session"),
-                      sources=(f"version: 2\nsources:\n  - name: raw\n    schema: {SCHEMA}_raw\n"
-                               "    tables:\n      - name: src\n"),
-                      models={"spark_up": SPARK_UP, **{m: sql + "\n" for m, sql in MODELS.items()}})
-        from dbt.cli.main import dbtRunner
-
-        dbt = dbtRunner()
-        run_models(dbt, project, ["--select", "spark_up"])
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.getOrCreate()
-        spark.sql(f"create schema if not exists {SCHEMA}_raw")
-        spark.sql(f"create or replace table {SCHEMA}_raw.src using delta "
-                  "tblproperties (delta.enableChangeDataFeed = true) as "
-                  f"select id, id % 1000 as g, cast(id * 7 % 100 as int) as v from range({rows})")
+        dbt, _ = start_source_project(project, name="first_build", schema=SCHEMA,
+                                      models={m: sql + "\n" for m, sql in MODELS.items()},
+                                      rows=rows)
         names = list(MODELS)
         seconds: Dict[str, List[float]] = {n: [] for n in names}
         for rep in range(reps + 1):  # the first round warms the JVM up, untimed
@@ -87,12 +72,7 @@ def main() -> int:
                    for m in names]
         text = "\n".join(report) + "\n"
         print(text)
-        out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-        with open(os.path.join(out, f"{name}.md"), "w") as f:
-            f.write(text)
-        with open(os.path.join(out, f"{name}.json"), "w") as f:
-            json.dump({"rows": rows, "reps": reps, "seconds": seconds,
-                       "started": time.strftime("%Y-%m-%d %H:%M:%S")}, f, indent=1)
+        save_results(name, text, {"rows": rows, "reps": reps, "seconds": seconds})
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
