@@ -30,6 +30,7 @@ from typing import Dict, List
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.dbt_invoke import run_models, save_results, start_source_project  # noqa: E402
+from bench.scratch_spark import arguments  # noqa: E402
 
 SCHEMA = "invocation"
 AGGREGATE = ("select g, count(*) as n, sum(v) as s, max(v) + {i} as top "
@@ -79,27 +80,24 @@ def _traced_seconds(trace: str, offset: int) -> float:
 
 
 def main() -> int:
-    given = sys.argv[1:]
-    rows = int(given[0]) if len(given) > 0 else 100_000
-    reps = int(given[1]) if len(given) > 1 else 5
-    counts = [int(c) for c in (given[2] if len(given) > 2 else "1,8").split(",")]
-    name = given[3] if len(given) > 3 else "invocation"
+    rows, reps, models, name = arguments(100_000, 5, "1,8", "invocation")
+    counts = [int(c) for c in models.split(",")]
     work = tempfile.mkdtemp(prefix="bench-invocation-", dir="/tmp")
     _time_the_record()
     # each refresh statement's seconds (yours, if BATCH_REFRESH_TRACE names a file)
     trace = os.environ.setdefault("BATCH_REFRESH_TRACE", os.path.join(work, "statements.trace"))
     try:
-        dbt, spark = start_source_project(os.path.join(work, "project"), name="invocation",
-                                          schema=SCHEMA, models=_models(counts), rows=rows)
         project = os.path.join(work, "project")
+        dbt, spark = start_source_project(project, name="invocation", schema=SCHEMA,
+                                          models=_models(counts), rows=rows)
         everything = [f"{p}_{c}_{i}" for p in ("br", "tb") for c in counts for i in range(c)]
         run_models(dbt, project, ["--select", *everything])  # first builds, untimed
         found: Dict[str, Dict[str, List[float]]] = {}
         for rep in range(reps + 1):  # the first round warms the JVM up, untimed
             spark.sql(f"update {SCHEMA}_raw.src set v = v + 1 "
                       f"where id % 1000 = {rep}").collect()
+            kinds = ["br", "tb"] if rep % 2 == 0 else ["tb", "br"]
             for count in counts:
-                kinds = ["br", "tb"] if rep % 2 == 0 else ["tb", "br"]
                 for kind in kinds:
                     FLUSHES.clear()
                     offset = os.path.getsize(trace) if os.path.exists(trace) else 0
