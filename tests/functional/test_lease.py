@@ -68,6 +68,17 @@ class TestLeaseRace:
             assert len(rows) == 1
         assert len(outcomes) == 2 * TRIALS
 
+    def test_the_tables_checkpoint_every_hundredth_commit(self, project):
+        """Each `dbt run` commits once to each table: Delta's default checkpoint every 10th
+        commit made every 10th run's end-of-run write twice as slow (state_checkpoints.py)."""
+        schema = f"{project.test_schema}_leases"
+        with project.adapter.connection_named("props"):
+            StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql).ensure()
+            for table in ("batch_refresh_state", "batch_refresh_history"):
+                rows = project.adapter._fetch_dicts(
+                    f"SHOW TBLPROPERTIES {schema}.{table} ('delta.checkpointInterval')")
+                assert [r["value"] for r in rows] == ["100"], (table, rows)
+
     def test_a_run_that_lost_its_lease_is_told(self, project):
         """A lease that expired mid-merge and was taken over: the first run's progress write
         changes nothing and says so (ChunkedApply then stops with a lease error)."""

@@ -56,7 +56,14 @@ _HISTORY_COLUMNS = """
   rows_updated BIGINT, rows_deleted BIGINT, staged_rows BIGINT, started_at TIMESTAMP,
   finished_at TIMESTAMP, duration_s DOUBLE, outcome STRING, message STRING, strategy STRING"""
 # Bookkeeping tables do not need a change feed; keep them small and cheap to update.
-_PROPS = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false')"
+# Delta checkpoints a table inside every 10th commit by default; both tables take one commit
+# per `dbt run`, so every 10th run's end-of-run write paid two checkpoints (+1.0-1.1 s on a
+# 1.1 s write). Replaying up to 100 small JSON commits costs nothing measurable here (per-run
+# write and a new process's first read flat over 120 commits without a checkpoint:
+# bench/state_checkpoints.py, docs/decisions.md, session 52).
+CHECKPOINT_INTERVAL = 100
+_PROPS = ("TBLPROPERTIES ('delta.enableChangeDataFeed' = 'false', "
+          f"'delta.checkpointInterval' = '{CHECKPOINT_INTERVAL}')")
 
 
 def ts(value: Optional[datetime]) -> str:
