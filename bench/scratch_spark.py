@@ -1,5 +1,6 @@
 """A throwaway local Spark + Delta session for the micro-benchmarks (apply_paths.py,
-metadata_statements.py, order_effect.py, outer_join.py, overwrite_paths.py): its warehouse and
+metadata_statements.py, order_effect.py, outer_join.py, overwrite_paths.py,
+state_checkpoints.py): its warehouse and
 metastore in `where`, no UI, the embedded session's local-sized defaults (session_defaults.py)
 so the numbers carry over."""
 

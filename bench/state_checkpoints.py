@@ -6,7 +6,7 @@ MERGE. Delta writes a checkpoint of a table every `delta.checkpointInterval` com
 default) inside the commit that reaches it; between checkpoints every statement that needs the
 table's file list replays the JSON commits since the last one. One schema per interval, the
 rounds interleaved (the order rotated each round), in one local session with the embedded
-session's defaults.
+session's local-sized defaults (scratch_spark.py).
 
     python bench/state_checkpoints.py [rounds] [models] [intervals] [name]
 """
