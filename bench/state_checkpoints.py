@@ -1,8 +1,8 @@
 """The end-of-run write of the state and history tables against their Delta checkpoint interval.
 
 Each round is what a `dbt run` of `models` batch_refresh models writes after its last node
-(storage/state.py, through the real StateStore): the state read, the history INSERT, the state
-MERGE. Delta writes a checkpoint of a table every `delta.checkpointInterval` commits (10 by
+(engine/record.py's Recorder.flush, as dbt runs it): the state read, the history INSERT, the
+state MERGE. Delta writes a checkpoint of a table every `delta.checkpointInterval` commits (10 by
 default) inside the commit that reaches it; between checkpoints every statement that needs the
 table's file list replays the JSON commits since the last one. One schema per interval, the
 rounds interleaved (the order rotated each round), in one local session with the embedded
@@ -23,25 +23,26 @@ from typing import Any, Dict, List, Mapping
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.scratch_spark import arguments, scratch  # noqa: E402
+from dbt.adapters.spark_batch_refresh.engine.record import (  # noqa: E402
+    Outcome, Recorder, history_row)
+from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint  # noqa: E402
+from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit  # noqa: E402
 from dbt.adapters.spark_batch_refresh.storage.state import StateStore  # noqa: E402
 
 
-def _state_rows(models: int, n: int, now: datetime) -> List[Dict[str, Any]]:
-    return [{"model_id": f"model.p.m{i}", "relation": f"p.m{i}", "ok": True,
-             "fingerprint": "f" * 16, "consumed": '{"raw.src": {"version": %d}}' % n,
-             "run_id": f"run-{n}", "target_version": n, "target_committed_at": now,
-             "refresh": n, "last_refresh_at": now, "last_action": "replay",
-             "last_outcome": "success", "chunks_total": 1, "staged_rows": 100,
-             "model_sql": "select 1", "now": now} for i in range(models)]
-
-
-def _history_rows(models: int, n: int, now: datetime) -> List[Dict[str, Any]]:
-    return [{"run_id": f"run-{n}", "model_id": f"model.p.m{i}", "action": "replay",
-             "mode": "auto", "reason": "upstream moved", "versions_from": "{}",
-             "versions_to": "{}", "rows_inserted": 100, "rows_updated": 0, "rows_deleted": 0,
-             "staged_rows": 100, "started_at": now, "finished_at": now, "duration_s": 1.0,
-             "outcome": "success", "message": "", "strategy": "rowwise"}
-            for i in range(models)]
+def _outcomes(schema: str, models: int, n: int, now: datetime) -> List[Outcome]:
+    """Round n's refreshes of `models` models, as the engine hands them to the Recorder."""
+    point = {"raw.src": UpstreamPoint(n, now)}
+    outcomes = []
+    for i in range(models):
+        commit = RefreshCommit(
+            model_id=f"model.p.m{i}", refresh=n + 1, plan_id=f"run-{n}", run_id=f"run-{n}",
+            action="replay", mode="auto", reason="upstream moved", fingerprint="f" * 16,
+            columns="id", pinned=point, consumed=point, version=n, timestamp=now,
+            metrics={"numTargetRowsInserted": "100"})
+        outcomes.append(Outcome(schema, commit.model_id, f"p.m{i}", now, commit=commit,
+                                history=history_row(commit, None, now, now), sql="select 1"))
+    return outcomes
 
 
 def main() -> None:
@@ -72,12 +73,12 @@ def main() -> None:
         for n in range(rounds):
             order = chosen[n % len(chosen):] + chosen[:n % len(chosen)]
             for interval in order:
-                store = stores[interval]
-                now = start + timedelta(minutes=n)
+                recorder = Recorder()
+                for outcome in _outcomes(stores[interval].schema, models, n,
+                                         start + timedelta(minutes=n)):
+                    recorder.add(outcome)
                 began = time.perf_counter()
-                store.refreshes(f"model.p.m{i}" for i in range(models))
-                store.append_history(_history_rows(models, n, now), {}, only_if_missing=False)
-                store.upsert(_state_rows(models, n, now))
+                recorder.flush(fetch, run)
                 times[interval].append(time.perf_counter() - began)
             if n % 10 == 9:
                 for interval in order:

@@ -73,10 +73,11 @@ class TestLeaseRace:
         commit made every 10th run's end-of-run write twice as slow (state_checkpoints.py)."""
         schema = f"{project.test_schema}_leases"
         with project.adapter.connection_named("props"):
-            StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql).ensure()
-            for table in ("batch_refresh_state", "batch_refresh_history"):
+            store = StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql)
+            store.ensure()
+            for table in (store.state, store.history):
                 rows = project.adapter._fetch_dicts(
-                    f"SHOW TBLPROPERTIES {schema}.{table} ('delta.checkpointInterval')")
+                    f"SHOW TBLPROPERTIES {table} ('delta.checkpointInterval')")
                 assert [r["value"] for r in rows] == ["100"], (table, rows)
 
     def test_a_run_that_lost_its_lease_is_told(self, project):
