@@ -205,7 +205,18 @@ class TestBackfillThenReplay:
         assert feed["n"] == 0, "a rebuild that changed nothing published change rows"
         assert_contract(project, "orders_rw")
 
-        # 5. the keyless model cannot apply updates/deletes: one clear error, target untouched
+        # 5. the keyless model cannot apply updates/deletes by key: under `auto` that refresh
+        # recomputes in full and says why (it failed the run before session 53, where a
+        # `table` builds); under refresh_mode='incremental' one clear error, target untouched
+        (res,) = run_ok(["run", "--select", "orders_keyless"])
+        assert (res.adapter_response["action"], res.adapter_response["mode"]) in (
+            ("full", "full"), ("overwrite", "full")), res.adapter_response
+        assert "has no unique_key" in res.adapter_response["fallback_reason"], res.adapter_response
+        assert_contract(project, "orders_keyless")
+        write_file(KEYLESS.replace("materialized='batch_refresh'",
+                                   "materialized='batch_refresh', refresh_mode='incremental'"),
+                   project.project_root, "models", "orders_keyless.sql")
+        project.run_sql(f"update {src} set amount = amount + 1 where id = 6")
         before = table_version(project, f"{schema}.orders_keyless")
         output = run_fails(["run", "--select", "orders_keyless"])
         assert "batch_refresh model 'orders_keyless'" in output

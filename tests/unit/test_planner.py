@@ -20,7 +20,7 @@ def plan(state=None, latest=None, config=None, analysis=ROWWISE, now=T0, **kw):
         model="m", config=parse_config("m", config or {"unique_key": "id"}), analysis=analysis,
         fingerprint="fp", state=state, latest=latest or {"s.t": UpstreamPoint(5, T0)},
         target_exists=kw.get("target_exists", True), full_refresh=kw.get("full_refresh", False),
-        force=kw.get("force", False), now=now,
+        force=kw.get("force", False), now=now, inserts_alone=kw.get("inserts_alone", True),
     )
 
 
@@ -95,6 +95,20 @@ def test_auto_falls_back_to_full_with_reason():
     p = plan(ModelState("fp", {"s.t": UpstreamPoint(1, T0), "s.u": UpstreamPoint(1, T0)}),
              latest={"s.t": UpstreamPoint(2, T0), "s.u": UpstreamPoint(1, T0)}, analysis=WINDOW)
     assert p.action == "full" and "window function" in p.fallback_reason
+
+
+def test_keyless_model_recomputes_a_change_with_updates_under_auto_only():
+    moved = dict(state=consumed(3), latest={"s.t": UpstreamPoint(5, T0)})
+    assert plan(**moved, config={"unique_key": []}).action == "replay"  # inserts: an append
+    p = plan(**moved, config={"unique_key": []}, inserts_alone=False)
+    assert (p.action, p.mode) == ("full", "full") and "has no unique_key" in p.fallback_reason
+    # refresh_mode='incremental' replays as planned and the staging's guard names the error
+    p = plan(**moved, config={"unique_key": [], "refresh_mode": "incremental"},
+             inserts_alone=False)
+    assert p.action == "replay"
+    # a keyed model's replay applies updates and deletes by its key
+    keyed = analyze("select id, v from s.t where v > 0", ("id",))
+    assert plan(**moved, analysis=keyed, inserts_alone=False).action == "replay"
 
 
 def test_join_replays_by_affected_keys():

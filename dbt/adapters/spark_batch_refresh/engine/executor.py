@@ -230,6 +230,7 @@ class Refresher:
             change_rows=self._change_rows(state, latest),
             by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural",
             inserts=self._inserts_replay(config, analysis, log, state, latest),
+            inserts_alone=self._keyless_inserts_alone(analysis, state, latest),
             sidecar_behind=log.last is not None and sidecar_behind(
                 config, analysis, log.last.action, log.last.fallback_reason))
         if recreated and not req.full_refresh:
@@ -260,6 +261,16 @@ class Refresher:
             return False
         return self._inserts_alone(moved_ranges(
             {u: p.version for u, p in state.consumed.items()}, latest))
+
+    def _keyless_inserts_alone(self, analysis: sa.Analysis, state: Optional[ModelState],
+                               latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
+        """For a keyless row-wise model, whether its upstream's commits since the consumed
+        version hold inserts alone (what its append replay can apply); True for any other
+        model or before it has consumed anything."""
+        if analysis.key or not analysis.rowwise or state is None:
+            return True
+        ranges = moved_ranges({u: p.version for u, p in state.consumed.items()}, latest)
+        return not ranges or self._inserts_alone(ranges)
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
         """Whether the change to replay is one upstream's commits that hold inserts alone

@@ -404,7 +404,8 @@ class Stager:
                 f"upstream {upstream} has {counts['non_inserts']} updated or deleted rows in "
                 f"v{start}..v{point.version}, and the model has no unique_key to apply them by",
                 ["Fix: set unique_key to the column(s) identifying an output row, or set "
-                 "refresh_mode='full' to recompute the model on every refresh."],
+                 "refresh_mode='auto' (recomputes a refresh like this one) or "
+                 "refresh_mode='full' (recomputes every refresh)."],
             )
         return int(counts["changes"])
 

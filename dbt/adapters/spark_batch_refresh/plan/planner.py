@@ -147,6 +147,7 @@ def plan_run(
     by_cost: bool = True,
     inserts: bool = False,
     sidecar_behind: bool = False,
+    inserts_alone: bool = True,
 ) -> Plan:
     non_delta = tuple(sorted(u for u, p in latest.items() if p is None))
     mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -196,6 +197,14 @@ def plan_run(
     if due is not None and not force:
         return _skip(config, due, consumed)
     action = REPLAY if mode == "incremental" else FULL
+    if (action == REPLAY and not analysis.key and analysis.rowwise and not inserts_alone
+            and config.refresh_mode == "auto"):
+        # A keyless model replays by appending the model over the inserted rows; an update or
+        # delete has no key to be applied by. `auto` recomputes instead of failing the run (a
+        # `table` would have built); refresh_mode='incremental' keeps the staging's error.
+        action, mode = FULL, "full"
+        fallback = (f"the model has no unique_key and {', '.join(sorted(moved))} has updated or "
+                    "deleted rows (a keyless model replays inserts alone)")
     summary = ", ".join(f"{u} v{consumed[u].version}->v{p.version}" for u, p in moved.items())
     key_queries = (key_query_count(analysis.key_paths, moved) if action == REPLAY
                    and replay_rule(analysis, config, moved) is Strategy.AFFECTED_KEYS else 1)

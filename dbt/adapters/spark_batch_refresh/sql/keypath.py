@@ -144,9 +144,10 @@ def _affected_keys(
         if column.lower() in walk.partial:
             if isinstance(walk.partial, _AllBut):
                 raise _KeyOffPartition(
-                    f"its unique_key column {column} is not a PARTITION BY column of its window "
-                    f"function (a change in a partition can alter every row of it)")
-            raise NotIncremental(f"its unique_key column {column} is computed by an aggregate")
+                    f"keys its rows by {column}, which is not a PARTITION BY column of its "
+                    f"window function (a change in a partition can alter every row of it)")
+            # Read as "the model <reason>" (planner, explain).
+            raise NotIncremental(f"keys its rows by {column}, a value computed by an aggregate")
     cols = ", ".join(f"`{k}`" for k in key)
     query = sqlglot.parse_one(f"SELECT {cols} FROM (SELECT 1) _br_ak", read=st.DIALECT)
     query.args["from_"].set("this", st.aliased(root, "_br_ak"))
