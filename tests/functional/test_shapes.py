@@ -126,6 +126,15 @@ union all
 select concat('p', id) as uid, amount, 'payment' as kind from {{ source('raw', 'payments') }}
 where method <> 'void'
 """, 1, "join"),
+    # A UNION ALL of two aggregates of one upstream, the later branch's columns unnamed: its
+    # sum(amount) made the key partial too and the model recomputed in full (session 53).
+    Shape("s_union_of_aggregates", """
+{{ config(materialized='batch_refresh', unique_key='k') }}
+select concat('o', coalesce(cast(order_id as string), '-')) as k, sum(amount) as total
+from {{ source('raw', 'payments') }} group by order_id
+union all
+select concat('m', method), sum(amount) from {{ source('raw', 'payments') }} group by method
+""", 4),
     Shape("s_nested_from", """
 {{ config(materialized='batch_refresh', unique_key='region') }}
 select region, orders, total from (

@@ -178,6 +178,20 @@ def test_not_in_reads_the_changed_values_or_every_row_when_a_null_changed():
     assert "NOT a.x IN (SELECT b.v AS w FROM s.b VERSION AS OF 5 AS b" in through_a
 
 
+def test_union_branches_map_unnamed_columns_by_position():
+    # the second branch's columns have no names: its sum(qty) made the key k partial too
+    # ("keys its rows by k, a value computed by an aggregate"), so the model recomputed in full
+    sql = ("select concat('o', cast(o_id as string)) as k, sum(qty) as q from s.items group by "
+           "o_id union all select concat('p', cast(p_id as string)), sum(qty) from s.items "
+           "group by p_id")
+    a = sa.analyze(sql, ("k",))
+    assert a.incremental_reason is None, a.incremental_reason
+    # an aggregate in the key's position is still partial
+    swapped = sql.replace("select concat('p', cast(p_id as string)), sum(qty)",
+                          "select cast(sum(qty) as string), sum(qty)")
+    assert "computed by an aggregate" in sa.analyze(swapped, ("k",)).incremental_reason
+
+
 def test_union_all_empties_other_branches():
     sql = "select id, v from s.a union all select id, v from s.b"
     out = sa.affected_keys_sql(sql, ["id"], {"s.b": (1, 2)}, {"s.a": 4, "s.b": 2}, {})[0]

@@ -349,8 +349,8 @@ class _Walk:
         if isinstance(source_partial, _AllBut):
             return self._outputs_above_window(select, alias, source_partial)
         out: Set[str] = set()
-        for projection in select.expressions:
-            name = (projection.alias_or_name or "").lower()
+        for i, projection in enumerate(select.expressions):
+            name = _output_name(projection, i)
             if projection.is_star:
                 if _own_star(projection, alias):
                     out |= source_partial
@@ -364,13 +364,13 @@ class _Walk:
         """The same rule as `_outputs`, kept as the complement: what is real stays listed."""
         group = select.args.get("group")
         real: Set[str] = set()
-        for projection in select.expressions:
+        for i, projection in enumerate(select.expressions):
             if projection.is_star:
                 if _own_star(projection, alias):
                     real |= set(source_partial)
             elif not ((group is not None and st.own_in(projection, select, exp.AggFunc))
                       or st.refs(projection, alias, source_partial)):
-                real.add((projection.alias_or_name or "").lower())
+                real.add(_output_name(projection, i))
         return _AllBut(real)
 
     def _window_outputs(self, select: exp.Select, alias: Optional[str],
@@ -379,14 +379,14 @@ class _Walk:
         it passes through."""
         partitions = self._partitions(select, alias, source_partial)
         real: Set[str] = set()
-        for projection in select.expressions:
+        for i, projection in enumerate(select.expressions):
             column = projection.this if isinstance(projection, exp.Alias) else projection
             if _own_star(projection, alias):
                 real |= partitions  # `*` passes the partition columns through
             elif (isinstance(column, exp.Column) and not column.is_star
                     and column.name.lower() in partitions
                     and (not column.table or column.table.lower() == alias)):
-                real.add((projection.alias_or_name or "").lower())
+                real.add(_output_name(projection, i))
         self.rule = "partition recompute"
         self.notes.append(
             f"window function recomputed for the partitions the change touches "
@@ -454,10 +454,17 @@ class _Walk:
             first, mine = st.first_leaf(union), st.first_leaf(child)
             if first is not None and mine is not None and not any(
                     p.is_star for p in first.expressions + mine.expressions):
-                names = [(p.alias_or_name or "").lower() for p in mine.expressions]
-                firsts = [(p.alias_or_name or "").lower() for p in first.expressions]
+                names = [_output_name(p, i) for i, p in enumerate(mine.expressions)]
+                firsts = [_output_name(p, i) for i, p in enumerate(first.expressions)]
                 self.partial = {firsts[i] for i, n in enumerate(names)
                                 if n in self.partial and i < len(firsts)}
+
+
+def _output_name(projection: exp.Expression, position: int) -> str:
+    """The name the walk tracks an output column by. An unaliased expression (`sum(qty)` in a
+    later UNION branch) has no name in the parse; all of them sharing "" made a UNION map every
+    unnamed column of a branch to every unnamed one's partiality, so its position stands in."""
+    return (projection.alias_or_name or "").lower() or f"#{position}"
 
 
 # ------------------------------------------------------------------------------ scalars
