@@ -135,6 +135,18 @@ from {{ source('raw', 'payments') }} group by order_id
 union all
 select concat('m', method), sum(amount) from {{ source('raw', 'payments') }} group by method
 """, 4),
+    # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
+    # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
+    Shape("s_scalar_in_select", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id, o.status,
+       (select count(*) from {{ source('raw', 'payments') }} p where p.order_id = o.id) as payments,
+       (select sum(p.amount) from {{ source('raw', 'payments') }} p
+        where p.order_id = o.id and p.method <> 'void') as paid,
+       exists (select 1 from {{ source('raw', 'payments') }} p
+               where p.order_id = o.id and p.method = 'void') as voided
+from {{ source('raw', 'orders') }} o
+""", 2),
     Shape("s_nested_from", """
 {{ config(materialized='batch_refresh', unique_key='region') }}
 select region, orders, total from (

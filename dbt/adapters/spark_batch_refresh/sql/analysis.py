@@ -22,6 +22,7 @@ from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.sql import keypath as kp
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.sql.decorrelate import scalar_joins
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 from dbt.adapters.spark_batch_refresh.sql.winsplit import (
@@ -151,13 +152,14 @@ def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
 def _split_for_replay(sql: str, unique_key: Sequence[str],
                       analysis: Analysis) -> Optional[Analysis]:
     """The model with its grouped windows split (the aggregate in a subquery, the windows
-    over it), when that form replays by the key walk and the model as written does not: a
-    rank partitioned by a group key replays by affected keys as its CTE form does. Its
+    over it) and its SELECT list's correlated scalar subqueries joined (decorrelate.py), when
+    that form replays by the key walk and the model as written does not: a rank partitioned
+    by a group key replays by affected keys as its CTE form does. Its
     fingerprint stays the model's own (normalized_sql), so nothing rebuilds for the change."""
     if analysis.incremental_reason is None or analysis.shape == "unparsed" or not analysis.key:
         return None
     tree = st.parse(sql)
-    split = split_windowed(tree)
+    split = scalar_joins(split_windowed(tree))
     if split == tree:
         return None
     replay_sql = split.sql(dialect=DIALECT)
