@@ -213,6 +213,14 @@ class TestBackfillThenReplay:
             ("full", "full"), ("overwrite", "full")), res.adapter_response
         assert "has no unique_key" in res.adapter_response["fallback_reason"], res.adapter_response
         assert_contract(project, "orders_keyless")
+        # an insert that reads its own table is no blind append in the history (nor is an
+        # OPTIMIZE): the change feed is counted, finds inserts alone, and the model appends
+        project.run_sql(f"insert into {src} select 9, 'e', 90, 'ok' from {src} where id = 1")
+        (res,) = run_ok(["run", "--select", "orders_keyless"])
+        assert (res.adapter_response["action"], res.adapter_response["mode"]) == (
+            "replay", "incremental"), res.adapter_response
+        assert history(project, "orders_keyless")[-1]["rows_inserted"] == 1
+        assert_contract(project, "orders_keyless")
         write_file(KEYLESS.replace("materialized='batch_refresh'",
                                    "materialized='batch_refresh', refresh_mode='incremental'"),
                    project.project_root, "models", "orders_keyless.sql")

@@ -264,13 +264,18 @@ class Refresher:
 
     def _keyless_inserts_alone(self, analysis: sa.Analysis, state: Optional[ModelState],
                                latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
-        """For a keyless row-wise model, whether its upstream's commits since the consumed
-        version hold inserts alone (what its append replay can apply); True for any other
-        model or before it has consumed anything."""
+        """For a keyless row-wise model, whether its upstream's change since the consumed
+        version holds inserts alone (what its append replay can apply); True for any other
+        model or before it has consumed anything. The history this run read answers for blind
+        appends; anything else (an update, or only an OPTIMIZE, or more commits than the history
+        window) is counted in the change feed, the query the append's guard runs."""
         if analysis.key or not analysis.rowwise or state is None:
             return True
         ranges = moved_ranges({u: p.version for u, p in state.consumed.items()}, latest)
-        return not ranges or self._inserts_alone(ranges)
+        if not ranges or self._inserts_alone(ranges):
+            return True
+        (upstream, (start, end)), = ranges.items()
+        return self.reader.feed_counts(upstream, start, end)[1] == 0
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
         """Whether the change to replay is one upstream's commits that hold inserts alone

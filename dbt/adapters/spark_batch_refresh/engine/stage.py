@@ -17,7 +17,7 @@ from dbt.adapters.spark_batch_refresh.sql import sqlgen
 from dbt.adapters.spark_batch_refresh.engine import driver_keys
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
-from dbt.adapters.spark_batch_refresh.storage.delta import Columns
+from dbt.adapters.spark_batch_refresh.storage.delta import Columns, feed_counts
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
@@ -394,20 +394,17 @@ class Stager:
         """Keyless row-wise model: only inserts upstream can be replayed (as an append)."""
         (upstream, point), = plan.pinned.items()
         start = plan.consumed[upstream].version + 1
-        counts = self._fetch(
-            f"SELECT count(*) AS changes, coalesce(sum(CASE WHEN _change_type <> 'insert' THEN 1 "
-            f"ELSE 0 END), 0) AS non_inserts FROM table_changes('{upstream}', {start}, {point.version})"
-        )[0]
-        if int(counts["non_inserts"]):
+        changes, non_inserts = feed_counts(self._fetch, upstream, start, point.version)
+        if non_inserts:
             raise BatchRefreshUserError(
                 model,
-                f"upstream {upstream} has {counts['non_inserts']} updated or deleted rows in "
+                f"upstream {upstream} has {non_inserts} updated or deleted rows in "
                 f"v{start}..v{point.version}, and the model has no unique_key to apply them by",
                 ["Fix: set unique_key to the column(s) identifying an output row, or set "
                  "refresh_mode='auto' (recomputes a refresh like this one) or "
                  "refresh_mode='full' (recomputes every refresh)."],
             )
-        return int(counts["changes"])
+        return changes
 
     def persist(self, staged: Staged, table: str) -> None:
         """Several commits: persist staging so a resumed run merges the remaining chunks

@@ -233,6 +233,9 @@ class DeltaReader:
         return start <= end and all(v in recent and inserts_only(recent[v])
                                     for v in range(start, end + 1))
 
+    def feed_counts(self, upstream: str, start: int, end: int) -> Tuple[int, int]:
+        return feed_counts(self._fetch, upstream, start, end)
+
     def moved_rows(self, consumed: Mapping[str, int],
                    latest: Mapping[str, Optional[UpstreamPoint]]) -> Optional[int]:
         """Change rows of every upstream that moved past its consumed version (cost.py)."""
@@ -317,6 +320,16 @@ def inserts_only(entry: Mapping[str, Any]) -> bool:
         return all(int(metrics[name]) == 0 for name in _NOT_INSERTS)
     except (KeyError, TypeError, ValueError):
         return False
+
+
+def feed_counts(fetch: Fetch, relation: str, start: int, end: int) -> Tuple[int, int]:
+    """(change rows, rows that are not inserts) of `relation`'s change feed over versions
+    start..end: one Spark job over the commits' change files."""
+    counts = fetch(
+        f"SELECT count(*) AS changes, coalesce(sum(CASE WHEN _change_type <> 'insert' THEN 1 "
+        f"ELSE 0 END), 0) AS non_inserts FROM table_changes('{relation}', {int(start)}, "
+        f"{int(end)})")[0]
+    return int(counts["changes"]), int(counts["non_inserts"])
 
 
 def feed_key_max(fetch: Fetch, relation: str, version: int, column: str) -> Optional[str]:
