@@ -81,9 +81,6 @@ def _as_join(outer: exp.Select, sub: exp.Expression,
             inner.args.get(k) for k in ("group", "having", "order", "limit", "distinct",
                                         "joins", "qualify", "windows", "with_")):
         return None
-    if isinstance(sub.parent, exp.Window) or any(
-            isinstance(a, exp.Window) for a in st.ancestors(sub)):
-        return None
     source = inner.args.get("from_")
     if source is None or not isinstance(source.this, exp.Table) or len(inner.expressions) != 1:
         return None
