@@ -146,3 +146,16 @@ def test_regenerated_sql_keeps_exact_percentiles_and_qualify():
     qualified = sa.analyze("select * from db.t qualify row_number() over (partition by k "
                            "order by v) = 1", ["k"]).normalized_sql
     assert "QUALIFY" in qualified and "_w" not in qualified
+
+
+def test_a_rank_over_an_aggregate_is_not_called_a_global_aggregate():
+    # sqlglot parses rank() and dense_rank() as aggregate functions: a keyless model whose
+    # last SELECT only ranks was told it "is a global aggregate (no GROUP BY)"
+    sql = ("with p as (select c, sum(v) as t from s.t group by c) "
+           "select u.region, p.c, p.t, dense_rank() over (partition by u.region order by p.t desc) "
+           "as r from p join s.u u on u.id = p.c")
+    a = sa.analyze(sql)
+    assert "global aggregate" not in a.incremental_reason
+    assert "no unique_key and none can be inferred" in a.incremental_reason
+    assert "global aggregate" in sa.analyze("select sum(v) as s, rank() over (order by 1) as r "
+                                            "from s.t where v in (select v from s.u)").incremental_reason

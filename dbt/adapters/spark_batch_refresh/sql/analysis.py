@@ -453,8 +453,11 @@ def affected_keys_sql(
 def _global_aggregate(tree: exp.Expression) -> bool:
     """The output is one aggregate row: aggregates and no GROUP BY."""
     select = _output_select(tree)
+    # sqlglot makes rank() and dense_rank() aggregate functions too; a window's function
+    # aggregates nothing of the SELECT.
     return (select is not None and select.args.get("group") is None
-            and any(st.own_in(p, select, exp.AggFunc) for p in select.expressions))
+            and any(st.nearest_query(n) is select and not window_function(n)
+                    for p in select.expressions for n in p.find_all(exp.AggFunc)))
 
 
 def key_query_count(paths: Sequence[kp.KeyPath], moved: Collection[str]) -> int:
