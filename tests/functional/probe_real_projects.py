@@ -1,0 +1,177 @@
+"""A probe of SQL written as dbt projects write it, under random upstream changes (not part of
+`make test`: run it by path, `PROBE_SEED=5 PROBE_STEPS=3 .venv/bin/python -m pytest
+tests/functional/probe_real_projects.py -s`, ~7 minutes). Every model must build and equal its SQL
+from scratch after every run; what each refresh did and why it fell back is printed."""
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+
+import pytest
+from dbt.tests.util import run_dbt
+
+from tests.functional.helpers import assert_contract, rows, sources_yml
+from tests.functional.test_shapes import INITIAL, TABLES, Changes
+
+SEED = int(os.environ.get("PROBE_SEED", "5"))
+STEPS = int(os.environ.get("PROBE_STEPS", "4"))
+O = "{{ source('raw', 'orders') }}"
+C = "{{ source('raw', 'customers') }}"
+P = "{{ source('raw', 'payments') }}"
+PR = "{{ source('raw', 'products') }}"
+CFG = "{{ config(materialized='batch_refresh'%s) }}\n"
+
+def cfg(key=None):
+    return CFG % (f", unique_key='{key}'" if key else "")
+
+PROBES = {
+ "p_jaffle_customers": cfg() + f"""
+with customer_orders as (
+  select customer_id, min(id) as first_order, max(id) as most_recent_order, count(id) as number_of_orders
+  from {O} group by customer_id),
+customer_payments as (
+  select o.customer_id, sum(p.amount) as total_amount
+  from {P} p left join {O} o on p.order_id = o.id group by o.customer_id)
+select c.id as customer_id, c.name, co.first_order, co.most_recent_order,
+       coalesce(co.number_of_orders, 0) as number_of_orders, cp.total_amount as customer_lifetime_value
+from {C} c left join customer_orders co on c.id = co.customer_id
+left join customer_payments cp on c.id = cp.customer_id
+""",
+ "p_jaffle_orders": cfg() + f"""
+with order_payments as (
+  select order_id,
+    sum(case when method = 'card' then amount else 0 end) as card_amount,
+    sum(case when method = 'bank' then amount else 0 end) as bank_amount,
+    sum(amount) as total_amount
+  from {P} group by order_id)
+select o.id as order_id, o.customer_id, o.status, op.card_amount, op.bank_amount, op.total_amount as amount
+from {O} o left join order_payments op on o.id = op.order_id
+""",
+ "p_lateral_alias": cfg('id') + f"select id, amount * 2 as a2, a2 + 1 as a3 from {O}",
+ "p_lateral_alias_agg": cfg() + f"""
+select customer_id, sum(amount) as total, count(*) as n, total / n as avg_amount
+from {O} group by customer_id""",
+ "p_group_by_all": cfg() + f"select customer_id, status, count(*) as n, sum(amount) as s from {O} group by all",
+ "p_surrogate_key": cfg('sk') + f"""
+select md5(concat_ws('-', cast(customer_id as string), status)) as sk, customer_id, status, sum(amount) as s
+from {O} group by customer_id, status""",
+ "p_cumulative": cfg('id') + f"""
+select id, customer_id, sum(amount) over (partition by customer_id order by id
+  rows between unbounded preceding and current row) as running from {O}""",
+ "p_lag_lead": cfg('id') + f"""
+select id, customer_id, lag(amount) over (partition by customer_id order by id) as prev_amount,
+  lead(id, 2) over (partition by customer_id order by id) as next2 from {O}""",
+ "p_rank_region": cfg() + f"""
+with per_customer as (select customer_id, sum(amount) as total from {O} group by customer_id),
+joined as (select c.region, pc.customer_id, pc.total from per_customer pc join {C} c on c.id = pc.customer_id)
+select region, customer_id, total, dense_rank() over (partition by region order by total desc) as rnk from joined""",
+ "p_pct_of_total": cfg('id') + f"select id, amount, amount / sum(amount) over () as share from {O}",
+ "p_count_distinct": cfg() + f"""
+select product_id, count(distinct customer_id) as buyers, approx_count_distinct(status) as statuses
+from {O} group by product_id""",
+ "p_union_distinct": cfg() + f"select customer_id as cid from {O} union select id from {C} where tier = 'blocked'",
+ "p_having_sub": cfg() + f"""
+select * from (select customer_id, sum(amount) as t from {O} group by customer_id) x where t > 100""",
+ "p_in_select": cfg('id') + f"""
+select id, customer_id in (select id from {C} where tier = 'blocked') as blocked from {O}""",
+ "p_scalar_where": cfg('id') + f"select id, amount from {O} where amount > (select avg(amount) from {O})",
+ "p_window_over_union": cfg() + f"""
+select src, id, row_number() over (partition by src order by id) as rn from
+(select id, 'o' as src from {O} union all select id, 'p' as src from {P}) u""",
+ "p_left_then_where": cfg() + f"""
+select o.id as oid, p.id as pid, p.amount from {O} o left join {P} p on p.order_id = o.id where p.method = 'card'""",
+ "p_non_equi": cfg() + f"""
+select o.id as oid, p.id as pid from {O} o join {PR} p on o.amount between p.price and p.price + 5""",
+ "p_explode": cfg() + f"""
+select o.id, pos, x from {O} o lateral view posexplode(array(o.amount, o.amount * 2)) t as pos, x""",
+ "p_distinct_sub": cfg() + f"""
+select customer_id, count(*) as products from (select distinct customer_id, product_id from {O}) d group by customer_id""",
+ "p_range_frame": cfg('id') + f"""
+select id, sum(amount) over (partition by customer_id order by amount range between 10 preceding and current row) as s
+from {O} where amount is not null""",
+ "p_having_scalar": cfg() + f"""
+select customer_id, sum(amount) as s from {O} group by customer_id having sum(amount) > (select avg(amount) * 3 from {O})""",
+ "p_collect": cfg() + f"""
+select customer_id, array_sort(collect_set(status)) as statuses, first(status, true) as any_status_dummy_max, max_by(id, amount) as top
+from {O} group by customer_id""",
+ "p_nullsafe": cfg() + f"""
+select o.id as oid, c.id as cid from {O} o join {C} c on o.amount <=> c.id""",
+ "p_self_prev": cfg() + f"""
+select a.id, max(b.id) as prev_id from {O} a left join {O} b on b.customer_id = a.customer_id and b.id < a.id group by a.id""",
+ "p_params": cfg('id') + f"""
+with params as (select 50 as threshold) select o.id, o.amount from {O} o cross join params where o.amount > params.threshold""",
+ "p_values_join": cfg('id') + f"""
+select o.id, s.rnk from {O} o join (values ('new', 1), ('paid', 2), ('shipped', 3)) as s(status, rnk) on s.status = o.status""",
+ "p_chain_down": cfg() + """
+select number_of_orders, count(*) as customers from {{ ref('p_jaffle_customers') }} group by number_of_orders""",
+ "p_listagg": cfg() + f"""
+select customer_id, concat_ws(',', transform(array_sort(collect_list(struct(id, status))), x -> x.status)) as seq
+from {O} group by customer_id""",
+ "p_case_bucket_agg": cfg() + f"""
+select case when amount < 30 then 'low' when amount < 80 then 'mid' else 'high' end as band, count(*) as n, sum(amount) s
+from {O} group by 1""",
+ "p_semi_in": cfg('id') + f"""
+select id, status from {O} where customer_id in (select id from {C} where region = 'eu') and product_id not in (select id from {PR} where id is not null and price > 20)""",
+ "p_first_order_flag": cfg('id') + f"""
+select id, customer_id, case when id = min(id) over (partition by customer_id) then 'first' else 'repeat' end as kind from {O}""",
+ "p_agg_of_join_filter": cfg() + f"""
+select c.region, p.category, count(*) as n, sum(o.amount) as s
+from {O} o join {C} c on c.id = o.customer_id join {PR} p on p.id = o.product_id
+where c.tier <> 'blocked' and o.status in ('paid', 'shipped') group by c.region, p.category""",
+}
+
+PROBES["k_jaffle_customers"] = PROBES["p_jaffle_customers"].replace(cfg(), cfg("customer_id"))
+PROBES["k_jaffle_orders"] = PROBES["p_jaffle_orders"].replace(cfg(), cfg("order_id"))
+PROBES["k_rank_region"] = PROBES["p_rank_region"].replace(cfg(), cfg("customer_id"))
+PROBES["k_window_over_union"] = PROBES["p_window_over_union"].replace(cfg(), cfg("src,id")).replace("unique_key='src,id'", "unique_key=['src', 'id']")
+PROBES["k_left_then_where"] = PROBES["p_left_then_where"].replace(cfg(), cfg("pid"))
+PROBES["k_agg_of_join_filter"] = cfg() + """
+select coalesce(c.region, '?') as region, coalesce(p.category, '?') as category, count(*) as n, sum(o.amount) as s
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+join {{ source('raw', 'products') }} p on p.id = o.product_id
+where c.tier <> 'blocked' and o.status in ('paid', 'shipped') group by 1, 2"""
+
+
+class TestProbe:
+    @pytest.fixture(scope="class")
+    def models(self):
+        files = {"sources.yml": sources_yml(*TABLES)}
+        files.update({f"{n}.sql": s for n, s in PROBES.items()})
+        return files
+
+    def test_probe(self, project):
+        for table, columns in TABLES.items():
+            cols = ", ".join(f"{c} {k}" for c, k in columns)
+            project.run_sql(f"create table {project.test_schema}.{table} ({cols}) using delta "
+                            f"tblproperties (delta.enableChangeDataFeed = true)")
+            project.run_sql(f"insert into {project.test_schema}.{table} {INITIAL[table]}")
+        failures = []
+        tally = defaultdict(Counter)
+        reasons = {}
+
+        def run_and_check(step):
+            res = run_dbt(["run"], expect_pass=None)
+            for r in res.results:
+                name = r.node.name
+                if str(r.status) != "success":
+                    failures.append((step, name, str(r.message)[:600]))
+                    print(f"PROBE FAIL step {step} {name}: {str(r.message)[:600]}")
+                    continue
+                a = r.adapter_response
+                tally[name][a.get("action")] += 1
+                if a.get("fallback_reason"):
+                    reasons[name] = a["fallback_reason"]
+                try:
+                    assert_contract(project, name)
+                except AssertionError as e:
+                    failures.append((step, name, str(e)[:300]))
+                    print(f"PROBE WRONG step {step} {name}: {e}")
+
+        run_and_check(0)
+        changes = Changes(project, SEED)
+        for step in range(1, STEPS + 1):
+            changes.apply()
+            run_and_check(step)
+        for name in PROBES:
+            print(f"PROBE {name}: {dict(tally[name])} {reasons.get(name, '')}")
+        assert not failures, failures
