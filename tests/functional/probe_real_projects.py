@@ -11,7 +11,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 from tests.functional.helpers import assert_contract, rows, sources_yml
-from tests.functional.test_shapes import INITIAL, TABLES, Changes
+from tests.functional.test_shapes import TABLES, Changes, create_tables
 
 SEED = int(os.environ.get("PROBE_SEED", "5"))
 STEPS = int(os.environ.get("PROBE_STEPS", "4"))
@@ -140,11 +140,7 @@ class TestProbe:
         return files
 
     def test_probe(self, project):
-        for table, columns in TABLES.items():
-            cols = ", ".join(f"{c} {k}" for c, k in columns)
-            project.run_sql(f"create table {project.test_schema}.{table} ({cols}) using delta "
-                            f"tblproperties (delta.enableChangeDataFeed = true)")
-            project.run_sql(f"insert into {project.test_schema}.{table} {INITIAL[table]}")
+        create_tables(project)
         failures = []
         tally = defaultdict(Counter)
         reasons = {}

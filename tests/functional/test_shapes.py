@@ -379,6 +379,15 @@ INITIAL = {
 }
 
 
+def create_tables(project: Any) -> None:
+    """The four upstreams, Delta with Change Data Feed, holding their INITIAL rows."""
+    for table, columns in TABLES.items():
+        cols = ", ".join(f"{c} {k}" for c, k in columns)
+        project.run_sql(f"create table {project.test_schema}.{table} ({cols}) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {project.test_schema}.{table} {INITIAL[table]}")
+
+
 def sql_value(value: Any, kind: str) -> str:
     if value is None:
         return f"cast(null as {kind})"
@@ -485,11 +494,7 @@ class TestShapeCatalogue:
         return files
 
     def test_random_changes_replay_exactly(self, project):
-        for table, columns in TABLES.items():
-            cols = ", ".join(f"{c} {k}" for c, k in columns)
-            project.run_sql(f"create table {project.test_schema}.{table} ({cols}) using delta "
-                            f"tblproperties (delta.enableChangeDataFeed = true)")
-            project.run_sql(f"insert into {project.test_schema}.{table} {INITIAL[table]}")
+        create_tables(project)
         first = {r.node.name: r.adapter_response for r in run_dbt(["run"]).results}
         assert {n: a["action"] for n, a in first.items()} == {
             s.name: "backfill" for s in SHAPES + [FALLBACK]}
