@@ -203,12 +203,13 @@ left join {{ source('raw', 'orders') }} o on o.customer_id = c.id
 where c.region is not null
 group by c.region
 """, 4),
+    # GROUP BY ALL: the key is inferred from the groups it stands for.
     Shape("s_distinct_buyers", """
 {{ config(materialized='batch_refresh') }}
 select coalesce(c.region, 'none') as region, count(distinct o.customer_id) as buyers,
        max(o.amount) as top
 from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on o.customer_id = c.id
-group by coalesce(c.region, 'none')
+group by all
 """, 4),
     # Windows partitioned by the key: the partitions the change rows touch are recomputed.
     Shape("s_dedup_latest", """
@@ -332,7 +333,8 @@ from {{ source('raw', 'orders') }} o
 where o.customer_id is not null and o.product_id is not null
 group by o.customer_id, o.product_id
 """, 30, "intermediate"),
-    # The same without the opt-in: its split form replays by affected keys (partitions).
+    # The same without the opt-in (and as GROUP BY ALL): its split form replays by affected
+    # keys (partitions).
     Shape("s_rank_in_partition_keys", """
 {{ config(materialized='batch_refresh') }}
 select o.customer_id, o.product_id, count(*) as n, sum(o.amount) as total,
@@ -340,7 +342,7 @@ select o.customer_id, o.product_id, count(*) as n, sum(o.amount) as total,
                     o.product_id) as rnk
 from {{ source('raw', 'orders') }} o
 where o.customer_id is not null and o.product_id is not null
-group by o.customer_id, o.product_id
+group by all
 """, 30, "snapshot"),
     Shape("s_downstream", """
 {{ config(materialized='batch_refresh', unique_key='customer_id') }}

@@ -159,3 +159,30 @@ def test_a_rank_over_an_aggregate_is_not_called_a_global_aggregate():
     assert "no unique_key and none can be inferred" in a.incremental_reason
     assert "global aggregate" in sa.analyze("select sum(v) as s, rank() over (order by 1) as r "
                                             "from s.t where v in (select v from s.u)").incremental_reason
+
+
+@pytest.mark.parametrize(
+    "sql, group_by",
+    [
+        # checked against Spark 4.2: each pair returns the same rows
+        ("select a, b || 'z' as c, count(*) n from s.t group by all", "GROUP BY a, b || 'z'"),
+        ("select sum(x) s, count(*) from s.t group by all", None),  # a global aggregate
+        ("select 'k' as src, count(*) from s.t group by all", "GROUP BY 'k'"),
+        ("select a, rank() over (order by sum(x)) r from s.t group by all", "GROUP BY a"),
+        ("with c as (select a, count(*) n from s.t group by all) select * from c", "GROUP BY a"),
+        # left as written: unknown columns, a column that may be `all`, an ordinal to be
+        ("select *, count(*) from s.t group by all", "GROUP BY ALL"),
+        ("select `all`, count(*) from s.t group by all", "GROUP BY ALL"),
+        ("select a, 2 as two, count(*) from s.t group by all", "GROUP BY ALL"),
+    ],
+)
+def test_group_by_all_spelled_out(sql, group_by):
+    from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+    written = st.parse(sql).sql(dialect=st.DIALECT)
+    assert (group_by in written) if group_by else ("GROUP BY" not in written), written
+
+
+def test_group_by_all_infers_its_groups_as_key():
+    a = sa.analyze("select coalesce(region, 'none') as region, sum(c) as n "
+                   "from s.t group by all")
+    assert a.key == ("region",) and a.incremental_reason is None and a.delta is not None

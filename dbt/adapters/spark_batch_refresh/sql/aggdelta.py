@@ -449,7 +449,7 @@ _KINDS = {exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
 def derive(sql: str, key: Sequence[str], upstreams: Sequence[str]) -> DeltaAggregate:
     """The delta upkeep of a model, or NotDelta with the reason it does not qualify."""
-    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    tree = st.inline_ctes(st.parse(sql))
     if not isinstance(tree, exp.Select):
         raise NotDelta("is not a single SELECT")
     for arg, what in (("distinct", "DISTINCT"), ("qualify", "QUALIFY"),

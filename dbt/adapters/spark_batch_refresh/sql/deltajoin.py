@@ -203,7 +203,7 @@ def _reading(sql: str, upstream: str) -> exp.Expression:
     """The model's tree, CTEs inlined. A UNION ALL branch that does not read `upstream`
     contributes nothing to its term's difference (its rows are the same on the plus and the
     minus side), so it is emptied, not scanned twice."""
-    tree = st.inline_ctes(sqlglot.parse_one(sql, read=DIALECT))
+    tree = st.inline_ctes(st.parse(sql))
     for union in list(tree.find_all(exp.Union)):
         for branch in (union.this, union.expression):
             if not any(st.table_name(s) == upstream for s in st.scans(branch)):

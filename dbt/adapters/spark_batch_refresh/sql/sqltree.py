@@ -55,12 +55,60 @@ def table_name(table: exp.Table) -> str:
 
 
 def parse(sql: str) -> exp.Expression:
-    """The one statement of a model's SQL, parsed as Spark SQL."""
+    """The one statement of a model's SQL, parsed as Spark SQL, with `GROUP BY ALL` spelled
+    out (expand_group_all)."""
     parsed = sqlglot.parse(sql, read=DIALECT)
     statements = [p for p in parsed if p is not None]
     if len(statements) != 1:
         raise ParseError(f"expected one SELECT statement, found {len(statements)}")
-    return statements[0]
+    return expand_group_all(statements[0])
+
+
+# Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
+# aggregates (where delta upkeep then names them as not maintained), never left outside.
+_SPARK_AGGREGATES = frozenset({
+    "any", "any_value", "approx_count_distinct", "approx_percentile", "array_agg", "avg",
+    "bit_and", "bit_or", "bit_xor", "bitmap_construct_agg", "bitmap_or_agg", "bool_and",
+    "bool_or", "collect_list", "collect_set", "corr", "count", "count_if", "count_min_sketch",
+    "covar_pop", "covar_samp", "every", "first", "first_value", "grouping", "grouping_id",
+    "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "kurtosis", "last", "last_value",
+    "listagg", "max", "max_by", "mean", "median", "min", "min_by", "mode", "percentile",
+    "percentile_approx", "percentile_cont", "percentile_disc", "regr_avgx", "regr_avgy",
+    "regr_count", "regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy",
+    "skewness", "some", "std", "stddev", "stddev_pop", "stddev_samp", "string_agg", "sum",
+    "try_avg", "try_sum", "var_pop", "var_samp", "variance",
+})
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    if isinstance(node, exp.AggFunc):
+        return True
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() in _SPARK_AGGREGATES
+
+
+
+def expand_group_all(tree: exp.Expression) -> exp.Expression:
+    """Each `GROUP BY ALL` replaced by what Spark groups by for it: the SELECT-list expressions
+    (aliases trimmed) that contain no aggregate, or no GROUP BY at all where every expression
+    aggregates (a global aggregate). Every rule that reads a GROUP BY (the inferred key, the
+    affected-key walk, delta upkeep) then sees the groups. Left as written where the meaning
+    is not certain: a `*` in the SELECT list (its columns are unknown here), a column named
+    `all` (Spark may read `ALL` as that column) or an integer constant (an ordinal once
+    written in a GROUP BY)."""
+    for select in list(tree.find_all(exp.Select)):
+        group = select.args.get("group")
+        if group is None or not group.args.get("all") or group.expressions:
+            continue
+        projections = select.expressions
+        if any(p.is_star for p in projections) or any(
+                c.name.lower() == "all" for p in projections for c in p.find_all(exp.Column)):
+            continue
+        keys = [p.unalias().copy() for p in projections
+                if not any(is_aggregate(n) or isinstance(n, exp.Window) for n in p.walk())]
+        if any(isinstance(k, exp.Literal) and k.is_int for k in keys):
+            continue  # written out, `GROUP BY 2` would be an ordinal
+        select.set("group", exp.Group(expressions=keys) if keys else None)
+    return tree
 
 
 def cte_names(tree: exp.Expression) -> set[str]:

@@ -20,25 +20,12 @@ from typing import Dict, List, Optional
 from sqlglot import exp
 
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.sqltree import is_aggregate
 
 GROUP_PREFIX = "_br_g"
 AGG_PREFIX = "_br_m"
 SPLIT_ALIAS = "_br_split"
 
-# Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
-# aggregates (where delta upkeep then names them as not maintained), never left outside.
-_SPARK_AGGREGATES = frozenset({
-    "any", "any_value", "approx_count_distinct", "approx_percentile", "array_agg", "avg",
-    "bit_and", "bit_or", "bit_xor", "bitmap_construct_agg", "bitmap_or_agg", "bool_and",
-    "bool_or", "collect_list", "collect_set", "corr", "count", "count_if", "count_min_sketch",
-    "covar_pop", "covar_samp", "every", "first", "first_value", "grouping", "grouping_id",
-    "histogram_numeric", "hll_sketch_agg", "hll_union_agg", "kurtosis", "last", "last_value",
-    "listagg", "max", "max_by", "mean", "median", "min", "min_by", "mode", "percentile",
-    "percentile_approx", "percentile_cont", "percentile_disc", "regr_avgx", "regr_avgy",
-    "regr_count", "regr_intercept", "regr_r2", "regr_slope", "regr_sxx", "regr_sxy", "regr_syy",
-    "skewness", "some", "std", "stddev", "stddev_pop", "stddev_samp", "string_agg", "sum",
-    "try_avg", "try_sum", "var_pop", "var_samp", "variance",
-})
 
 
 def split_windowed(tree: exp.Expression) -> exp.Expression:
@@ -60,12 +47,6 @@ def split_windowed(tree: exp.Expression) -> exp.Expression:
 def _windowed_group(select: exp.Select) -> bool:
     group = select.args.get("group")
     return bool(group is not None and group.expressions) and st.own(select, exp.Window)
-
-
-def is_aggregate(node: exp.Expression) -> bool:
-    if isinstance(node, exp.AggFunc):
-        return True
-    return isinstance(node, exp.Anonymous) and str(node.this).lower() in _SPARK_AGGREGATES
 
 
 def window_function(node: exp.Expression) -> bool:
