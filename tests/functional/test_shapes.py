@@ -135,6 +135,16 @@ from {{ source('raw', 'payments') }} group by order_id
 union all
 select concat('m', method), sum(amount) from {{ source('raw', 'payments') }} group by method
 """, 4),
+    # A UNION (distinct): every output column is the key, as for SELECT DISTINCT; rows repeat
+    # within a branch (a customer's orders) and across them. Recomputed in full before
+    # session 55 (no key inferred).
+    Shape("s_union_distinct", """
+{{ config(materialized='batch_refresh') }}
+select customer_id as who, if(amount > 60, 'big', 'small') as what
+from {{ source('raw', 'orders') }} where amount is not null
+union
+select id, if(tier = 'blocked', 'big', 'small') from {{ source('raw', 'customers') }}
+""", 2),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """

@@ -186,3 +186,19 @@ def test_group_by_all_infers_its_groups_as_key():
     a = sa.analyze("select coalesce(region, 'none') as region, sum(c) as n "
                    "from s.t group by all")
     assert a.key == ("region",) and a.incremental_reason is None and a.delta is not None
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        ("select a as k, b from s.t union select c, d from s.u", ("k", "b")),
+        ("select a, b from s.t union all select a, b from s.u union select a, b from s.v", ("a", "b")),
+        ("select a, b from s.t union all select a, b from s.u", ()),  # repeats rows
+        ("select a, b from s.t union select a, b from s.u union all select a, b from s.v", ()),
+        ("select a, b + 1 from s.t union select a, b from s.u", ()),  # a name Spark makes
+        ("select a, b from s.t union select a, b from s.u limit 3", ()),
+    ],
+)
+def test_distinct_union_key(sql, key):
+    a = sa.analyze(sql)
+    assert a.key == key and (a.incremental_reason is None) == bool(key), a.incremental_reason

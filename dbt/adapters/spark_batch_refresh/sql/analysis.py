@@ -477,6 +477,8 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
     """The GROUP BY keys (or all columns of a SELECT DISTINCT), when all are projected; or
     those of the one CTE or subquery a plain SELECT reads, passed through its filter and
     projection (dbt's `with ... final as (...) select * from final`)."""
+    if isinstance(tree, exp.Union):
+        return _distinct_union_key(tree)
     select = tree if isinstance(tree, exp.Select) else None
     if select is None:
         return ()
@@ -505,6 +507,19 @@ def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
     if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
         return tuple(p.alias_or_name for p in select.expressions)
     return _passed_key(select)
+
+
+def _distinct_union_key(union: exp.Union) -> Tuple[str, ...]:
+    """All output columns of a `UNION` (distinct): each row is there once, as in a SELECT
+    DISTINCT. Not for UNION ALL, nor with a LIMIT (which keeps some rows only), nor where an
+    output column has no name here (a `*`, or an expression Spark names by its text)."""
+    first = st.first_leaf(union)
+    if (not union.args.get("distinct") or first is None
+            or any(union.args.get(a) for a in ("limit", "offset"))
+            or any(p.is_star or not p.alias_or_name for p in first.expressions)):
+        return ()
+    names = tuple(p.alias_or_name for p in first.expressions)
+    return names if len({n.lower() for n in names}) == len(names) else ()
 
 
 def _passed_key(select: exp.Select) -> Tuple[str, ...]:
