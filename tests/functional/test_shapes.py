@@ -145,6 +145,20 @@ from {{ source('raw', 'orders') }} where amount is not null
 union
 select id, if(tier = 'blocked', 'big', 'small') from {{ source('raw', 'customers') }}
 """, 2),
+    # IN and EXISTS subqueries in the SELECT list: the rows whose flag a change row can turn
+    # (for the nullable IN, every row once a NULL amount enters or leaves the subquery, hence
+    # the fanout). Recomputed in full before session 55.
+    Shape("s_in_select", """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select o.id,
+       o.customer_id in (select id from {{ source('raw', 'customers') }} where tier = 'blocked')
+         as blocked,
+       exists (select 1 from {{ source('raw', 'payments') }} p
+               where p.order_id = o.id and p.method <> 'void') as paid,
+       o.amount in (select p.amount from {{ source('raw', 'payments') }} p where p.method = 'card')
+         as card_amount
+from {{ source('raw', 'orders') }} o
+""", 120),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """

@@ -278,6 +278,12 @@ def test_a_global_aggregate_delta_upkeep_cannot_keep_says_so():
     ("select id from s.a where v not in (select max(v) from s.b group by k)", "NOT IN over an aggregated"),
     ("select count(*) as n, 1 as id from s.t", "without GROUP BY"),
     ("select id from s.a intersect select id from s.b", "INTERSECT"),
+    # IN / EXISTS in the SELECT list: not as a group key, not beside a window
+    ("select a.v in (select b.v from s.b b) as id, count(*) as n from s.a a group by 1",
+     "groups by a value read from an IN or EXISTS subquery"),
+    ("select id, exists (select 1 from s.b b where b.id = a.id) as f, "
+     "row_number() over (partition by id order by v) as r from s.a a", "with window functions"),
+    ("select id, (a.v, a.k) in (select b.v, b.k from s.b b) as f from s.a a", "tests IN"),
     ("select id, (select b.v from s.b b where b.id = a.id) as m from s.a a", "SELECT list"),
     ("select n, count(*) as c from (select k, count(*) as n from s.t group by k) x group by n",
      "groups by an aggregated value"),
@@ -410,3 +416,23 @@ def test_key_query_count_follows_the_moved_scans():
     assert sa.key_query_count(paths, {"s.p", "s.o", "s.c"}) == 3
     assert len(sa.affected_keys_sql(sql, ["customer_id"], {"s.p": (1, 2), "s.o": (1, 2)},
                                     {"s.p": 2, "s.o": 2, "s.c": 0}, {"s.p": 1, "s.o": 1})) == 2
+
+
+def test_in_and_exists_in_select_list_bound_the_rows_they_can_turn():
+    sql = ("select a.id, a.v in (select b.v from s.b b where b.w > 0) as f, "
+           "exists (select 1 from s.c c where c.id = a.id) as e from s.a a where a.k <> 1")
+    by = paths(sql, ("id",))
+    assert "SELECT-list IN / EXISTS" in " ".join(by["s.b"].notes)
+    queries = sa.affected_keys_sql(sql, ("id",), {"s.b": (3, 4), "s.c": (5, 6)},
+                                   {"s.a": 1, "s.b": 4, "s.c": 6}, {"s.a": 1, "s.b": 2, "s.c": 4})
+    b = next(q for q in queries if "TABLE_CHANGES('s.b'" in q)
+    where = b[b.index(" WHERE a.k <> 1"):]
+    # as NOT IN's bound: a change row's value, a NULL among the change rows, a NULL x
+    assert "a.v IN (SELECT b.v FROM" in where and "b.v IS NULL" in where and "a.v IS NULL" in where
+    c = next(q for q in queries if "TABLE_CHANGES('s.c'" in q)
+    assert "AND EXISTS(SELECT 1 FROM (SELECT * FROM TABLE_CHANGES('s.c'" in c
+
+
+def test_in_select_list_under_an_aggregate_keys_by_its_groups():
+    by = paths("select a.k, count_if(a.v in (select b.v from s.b b)) as n from s.a a group by a.k")
+    assert set(by) == {"s.a", "s.b"}

@@ -187,6 +187,7 @@ class _Walk:
         clause = child.arg_key
         extended: Optional[exp.Select] = None
         unconditioned: Optional[exp.Select] = None
+        flag: Optional[str] = None  # the output an IN / EXISTS of the change rows computes
         windowed = st.own(select, exp.Window)
         if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
             raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
@@ -202,6 +203,9 @@ class _Walk:
         elif clause == "where":
             self._through_predicate(select)
             alias, source_partial = None, set()
+        elif clause == "expressions" and _membership_on_path(child, self.on_path) is not None:
+            flag = self._through_membership(select, child)
+            alias, source_partial = None, set()
         else:
             where = {"expressions": "SELECT list", "having": "HAVING", "group": "GROUP BY",
                      "order": "ORDER BY"}.get(clause or "", clause or "an expression")
@@ -213,6 +217,8 @@ class _Walk:
             self.partial = self._window_outputs(select, alias, source_partial)
         else:
             self.partial = self._outputs(select, alias, source_partial)
+        if flag is not None:
+            self.partial = self.partial | {flag}
         if extended is not None:
             self.notes.append(f"the NULL-extended rows its change rows make or unmake on the "
                               f"preserved side of the outer join with {alias} added")
@@ -304,7 +310,36 @@ class _Walk:
                 "reads a changing upstream in a subquery inside a WHERE expression "
                 "(only IN, EXISTS and NOT EXISTS conjuncts can be bounded)")
 
+    def _through_membership(self, select: exp.Select, projection: exp.Expression) -> str:
+        """`x IN (sub)` or `EXISTS (sub)` in a SELECT-list expression, the subquery over change
+        rows: the outer rows whose value can change are the ones its WHERE bound selects (for
+        IN the same bound as NOT IN's: its truth turns exactly where NOT IN's does), so that
+        bound joins the SELECT's WHERE and the expression's output is partial. Returns that
+        output's name."""
+        membership = _membership_on_path(projection, self.on_path)
+        assert membership is not None
+        if st.own(select, exp.Window):
+            raise NotIncremental("reads a changing upstream in an IN or EXISTS subquery of a "
+                                 "SELECT list with window functions")
+        if select.args.get("group") is not None and not _under_aggregate(membership, projection):
+            raise NotIncremental("groups by a value read from an IN or EXISTS subquery over a "
+                                 "changing upstream")
+        if isinstance(membership, exp.Exists):
+            bound: exp.Expression = membership.copy()
+        else:
+            if self.partial:
+                raise NotIncremental(
+                    "tests IN over an aggregated value of a changing upstream in its SELECT list")
+            bound = self._membership_bound(membership.copy(), "tests IN")
+        select.where(bound, copy=False)
+        self.notes.append("the rows whose SELECT-list IN / EXISTS a change row can turn")
+        index = next(i for i, p in enumerate(select.expressions) if p is projection)
+        return _output_name(projection, index)
+
     def _not_in_bound(self, predicate: exp.In) -> exp.Expression:
+        return self._membership_bound(predicate, "filters with NOT IN")
+
+    def _membership_bound(self, predicate: exp.In, what: str) -> exp.Expression:
         """`x NOT IN (sub)`, the subquery over change rows: its truth for an outer row can change
         only when a change row's value equals x, when a NULL enters or leaves the subquery's
         rows (then it turns for every x), or, for a NULL x, when the subquery empties or fills.
@@ -317,11 +352,11 @@ class _Walk:
         if (not isinstance(inner, exp.Select) or len(inner.expressions) != 1
                 or inner.expressions[0].is_star or isinstance(predicate.this, exp.Tuple)):
             raise NotIncremental(
-                "filters with NOT IN over a changing upstream in a form that cannot be bounded "
-                "(several columns, a set operation or a star in the subquery); write it as NOT "
+                f"{what} over a changing upstream in a form that cannot be bounded "
+                "(several columns, a set operation or a star in the subquery); write it as "
                 "EXISTS")
         if self.partial:
-            raise NotIncremental("filters with NOT IN over an aggregated value of a changing upstream")
+            raise NotIncremental(f"{what} over an aggregated value of a changing upstream")
         value = inner.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
         nulls = inner.copy()
@@ -458,6 +493,24 @@ class _Walk:
                 firsts = [_output_name(p, i) for i, p in enumerate(first.expressions)]
                 self.partial = {firsts[i] for i, n in enumerate(names)
                                 if n in self.partial and i < len(firsts)}
+
+
+def _membership_on_path(projection: exp.Expression, on_path: Set[int]) -> Optional[exp.Expression]:
+    """The `x IN (subquery)` or `EXISTS (subquery)` of `projection` whose subquery the walk
+    came up through, when its own SELECT is the one `projection` belongs to."""
+    for node in projection.find_all(exp.In, exp.Exists):
+        sub = node.args.get("query") if isinstance(node, exp.In) else node.this
+        if sub is not None and id(sub) in on_path and st.nearest_query(node) is st.nearest_query(projection):
+            return node
+    return None
+
+
+def _under_aggregate(node: exp.Expression, top: exp.Expression) -> bool:
+    while node is not top and node.parent is not None:
+        node = node.parent
+        if st.is_aggregate(node):
+            return True
+    return False
 
 
 def _output_name(projection: exp.Expression, position: int) -> str:
