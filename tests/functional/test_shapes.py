@@ -159,6 +159,13 @@ select o.id,
          as card_amount
 from {{ source('raw', 'orders') }} o
 """, 120),
+    # No unique_key and none the query gives (a join of sources): the key its schema.yml tests
+    # declare, unique and not_null on id (TESTED_YML). Recomputed in full before session 55.
+    Shape("s_tested_key", """
+{{ config(materialized='batch_refresh') }}
+select o.id, o.amount, c.region, c.tier
+from {{ source('raw', 'orders') }} o left join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+""", 12),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """
@@ -378,6 +385,21 @@ from {{ ref('s_group_all_aggs') }} t left join {{ source('raw', 'customers') }} 
 
 SHAPES = [s for s in SHAPES if not ONLY or s.name in ONLY]
 
+# Not part of the catalogue: tests declare a key the output repeats (a customer's orders), so
+# the model refreshes without a key, in full, and does not fail.
+TESTED_DUPES = Shape("f_tested_dupes", """
+{{ config(materialized='batch_refresh') }}
+select o.customer_id as id, o.amount
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+""", 0)
+
+
+def keys_yml(names: Sequence[str]) -> str:
+    """unique and not_null on `id` of each model named."""
+    models = "".join(f"\n  - name: {n}\n    columns:\n      - name: id\n"
+                     f"        data_tests: [unique, not_null]" for n in names)
+    return f"version: 2\nmodels:{models}\n"
+
 # Not part of the catalogue: `auto` must fall back to a full recompute, and say why.
 FALLBACK = Shape("f_window", """
 {{ config(materialized='batch_refresh', unique_key='id') }}
@@ -516,15 +538,17 @@ class TestShapeCatalogue:
     @pytest.fixture(scope="class")
     def models(self):
         files = {"sources.yml": sources_yml(*TABLES)}
-        files.update({f"{s.name}.sql": s.sql for s in SHAPES + [FALLBACK]})
+        files.update({f"{s.name}.sql": s.sql for s in SHAPES + [FALLBACK, TESTED_DUPES]})
+        files["tested.yml"] = keys_yml(
+            [s.name for s in SHAPES if s.name == "s_tested_key"] + [TESTED_DUPES.name])
         return files
 
     def test_random_changes_replay_exactly(self, project):
         create_tables(project)
         first = {r.node.name: r.adapter_response for r in run_dbt(["run"]).results}
         assert {n: a["action"] for n, a in first.items()} == {
-            s.name: "backfill" for s in SHAPES + [FALLBACK]}
-        for shape in SHAPES + [FALLBACK]:
+            s.name: "backfill" for s in SHAPES + [FALLBACK, TESTED_DUPES]}
+        for shape in SHAPES + [FALLBACK, TESTED_DUPES]:
             assert_contract(project, shape.name)
 
         print(f"differential: seed {SEED} (reproduce with BATCH_REFRESH_DIFF_SEED={SEED})")
@@ -552,6 +576,11 @@ class TestShapeCatalogue:
             if fallback["action"] != "noop":
                 assert fallback["action"] == "full" and "window function" in fallback.get("fallback_reason", "")
             assert_contract(project, FALLBACK.name)
+            dupes = results[TESTED_DUPES.name]
+            if dupes["action"] != "noop":
+                assert dupes["action"] == "full" and "its tests declare (id)" in dupes.get(
+                    "fallback_reason", ""), dupes
+            assert_contract(project, TESTED_DUPES.name)
         print(f"differential: {len(SHAPES)} shapes, {STEPS} steps, {replays} replays, "
               f"{checked} contract checks, seed {SEED}")
         assert replays >= len(SHAPES), "too few replays to exercise the shapes"
@@ -581,7 +610,8 @@ class TestShapeCatalogue:
                             ("s_no_orders", "orders (as o): on the NULL-supplying side"),
                             ("s_join_full", "orders (as o): on the NULL-supplying side"),
                             ("s_qualify_latest", "[partition recompute] "),
-                            ("s_right_join_on_aggregate", "condition lost an aggregated value")):
+                            ("s_right_join_on_aggregate", "condition lost an aggregated value"),
+                            ("s_tested_key", "unique_key: id (declared by the model's tests)")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

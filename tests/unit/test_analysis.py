@@ -202,3 +202,16 @@ def test_group_by_all_infers_its_groups_as_key():
 def test_distinct_union_key(sql, key):
     a = sa.analyze(sql)
     assert a.key == key and (a.incremental_reason is None) == bool(key), a.incremental_reason
+
+
+def test_tested_key_used_only_where_nothing_else_gives_one():
+    join = "select o.id, c.region from s.o o join s.c c on c.id = o.cid"
+    a = sa.analyze(join, (), ("id",))
+    assert a.key == ("id",) and a.key_source == "tests" and a.incremental_reason is None
+    grouped = sa.analyze("select k, count(*) as n from s.t group by k", (), ("n",))
+    assert grouped.key == ("k",) and grouped.key_source == "query"
+    assert sa.analyze(join, ("region",), ("id",)).key == ("region",)
+    # a declared key the query proves wrong (not an output column) is not used
+    assert sa.analyze(join, (), ("nope",)).key == ()
+    dropped = sa.without_inferred_key(a)
+    assert dropped.key == () and "its tests declare (id)" in dropped.incremental_reason

@@ -18,10 +18,15 @@ class BatchRefreshUserError(DbtRuntimeError):
         self.details = lines
 
 
-class NullKeyError(BatchRefreshUserError):
-    """The only problem with the staged rows' key: some are NULL. For a key the model
-    configures it is the user's mistake; for one inferred from the query (a NULL group of a
-    GROUP BY) the refresh goes on without a key (executor.py)."""
+class BadKeyError(BatchRefreshUserError):
+    """The staged rows' key is NULL or repeated. For a key the model configures it is the
+    user's mistake; for one its tests declare the refresh goes on without a key
+    (executor.py)."""
+
+
+class NullKeyError(BadKeyError):
+    """The only problem with the staged rows' key: some are NULL. For a key inferred from the
+    query (a NULL group of a GROUP BY) the refresh goes on without a key too."""
 
 
 class BatchRefreshLeaseError(DbtRuntimeError):

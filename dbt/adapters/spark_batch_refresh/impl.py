@@ -404,7 +404,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         config = parse_config(model, dict(raw_config))
         refresher = self._refresher()
         sql, views = refresher.views.see_through(sql)
-        analysis = analyze(sql, config.unique_key)
+        analysis = analyze(sql, config.unique_key, config.tested_key)
         consumed: Dict[str, int] = {}
         phase: Optional[str] = None
         target = _render(relation) if relation else None

@@ -22,7 +22,7 @@ from dbt.adapters.spark_batch_refresh.storage.delta import (
     LOG_LOOKBACK,
     DeltaReader,
 )
-from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.errors import BadKeyError, BatchRefreshUserError
 from dbt.adapters.spark_batch_refresh.plan.strategy import Strategy, Write, choose_write
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.storage.session_confs import (
@@ -390,8 +390,8 @@ def _refusing_collisions(req: RefreshRequest, config: BatchRefreshConfig,
 
 
 def _collision(req: RefreshRequest, config: BatchRefreshConfig,
-               outcome: str) -> BatchRefreshUserError:
-    return BatchRefreshUserError(
+               outcome: str) -> BadKeyError:
+    return BadKeyError(
         req.model, f"bad unique_key; {outcome}",
         [f"unique_key ({', '.join(config.unique_key)}) is not unique in the model "
          "output: a changed upstream row produces the key of a row that did not change.",

@@ -29,7 +29,8 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, par
 from dbt.adapters.spark_batch_refresh.storage.delta import (
     Columns, DeltaReader, SharedHistories, feed_key_max)
 from dbt.adapters.spark_batch_refresh.errors import (
-    BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError, NullKeyError)
+    BadKeyError, BatchRefreshLeaseError, BatchRefreshRuntimeError, BatchRefreshUserError,
+    NullKeyError)
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time, measuring_time
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.gaps import Gap, classify
@@ -139,6 +140,15 @@ class _Run:
 InsertedKeyMax = Callable[[str, int, str], Optional[str]]  # (target, version, column)
 
 
+def _drops_key(exc: BatchRefreshUserError, analysis: sa.Analysis) -> bool:
+    """A key that is not configured proved bad: the refresh goes on without it. One inferred
+    from the query is unique by construction, so only NULL (a NULL group) drops it; one the
+    tests declare may also repeat."""
+    if analysis.key_source == "tests":
+        return isinstance(exc, BadKeyError)
+    return isinstance(exc, NullKeyError)
+
+
 class _InferredKeyNull(Exception):
     """The key inferred from the query is NULL in the staged rows: plan again without it."""
 
@@ -187,7 +197,7 @@ class Refresher:
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
                  waiter: LeaseWait, infer: bool = True) -> RefreshResult:
         now, clock = current_time(), measuring_time()
-        analysis = sa.analyze(req.sql, config.unique_key)
+        analysis = sa.analyze(req.sql, config.unique_key, config.tested_key)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
@@ -358,7 +368,7 @@ class Refresher:
             raise
         except BatchRefreshUserError as exc:
             self._drop(run)
-            if isinstance(exc, NullKeyError) and run.inferred_key and not run.committed:
+            if run.inferred_key and not run.committed and _drops_key(exc, run.analysis):
                 raise _InferredKeyNull() from exc
             self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
                                  error=str(exc).splitlines()[0]))

@@ -18,7 +18,7 @@ from dbt.adapters.spark_batch_refresh.engine import driver_keys
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
 from dbt.adapters.spark_batch_refresh.storage.delta import Columns, feed_counts
-from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, NullKeyError
+from dbt.adapters.spark_batch_refresh.errors import BadKeyError, BatchRefreshUserError, NullKeyError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType, above, make_top, single_key
 from dbt.adapters.spark_batch_refresh.plan.planner import Plan
@@ -384,7 +384,7 @@ class Stager:
             problems.append(f"unique_key ({key}) is not unique in the model output: {shown}.")
         if problems:
             only_nulls = bool(null_keys) and len(problems) == 1
-            raise (NullKeyError if only_nulls else BatchRefreshUserError)(
+            raise (NullKeyError if only_nulls else BadKeyError)(
                 model, "bad unique_key; the target was not touched",
                 problems + ["Fix: choose a unique_key that identifies one output row, or "
                             "de-duplicate / filter NULL keys in the model."],

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
+from dbt.adapters.spark_batch_refresh.plan.tested_key import tested_key
 
 REFRESH_MODES = ("auto", "incremental", "full", "overwrite")
 CHANGE_ACTIONS = ("rebuild", "fail")
@@ -22,6 +23,8 @@ CONFIG_NAMES = ("unique_key", "refresh_interval", "refresh_mode", "on_model_chan
                 "on_change_feed_gap", "merge_chunk_rows", "lease_timeout", "lease_wait",
                 "file_format", "tblproperties", "aggregate_upkeep")
 DEFAULT_LEASE_TIMEOUT_S = 3600.0
+# Not a config: the model's tests and constraints, as the macros collect them from the graph.
+TESTED_KEYS = "_tested_keys"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -69,6 +72,9 @@ class BatchRefreshConfig:
     lease_wait_s: float = 0.0
     aggregate_upkeep: str = "recompute"
     tblproperties: Mapping[str, str] = field(default_factory=dict)
+    # The key the model's tests or constraints declare (tested_key.py): used when neither
+    # unique_key nor the query gives one. Not a result-shaping config: the rows are the same.
+    tested_key: Tuple[str, ...] = ()
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
         """Configs that change what the model's rows are (a change means a rebuild)."""
@@ -158,6 +164,7 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
         lease_wait_s=duration("lease_wait", 0.0) or 0.0,
         aggregate_upkeep=choice("aggregate_upkeep", AGGREGATE_UPKEEP, "recompute"),
         tblproperties={str(k): str(v) for k, v in tblproperties.items()},
+        tested_key=tested_key(raw.get(TESTED_KEYS) or ()),
     )
     if problems:
         raise BatchRefreshUserError(model, "invalid config", problems)

@@ -106,6 +106,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     lines.extend(_cost_lines(config, mode, fallback, last, change_rows, key_queries))
     if config.unique_key:
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")
+    elif analysis.key and analysis.key_source == "tests":
+        lines.append(f"  unique_key: {', '.join(analysis.key)} (declared by the model's tests)")
     elif analysis.key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query)")
     else:

@@ -53,9 +53,11 @@ class Analysis:
     shape: str  # "rowwise" | "general" | "unparsed"
     reason: Optional[str]  # why the model is not row-wise over one upstream (None when it is)
     normalized_sql: str
-    # The key replay uses: the configured unique_key, else the one inferred from the query.
+    # The key replay uses: the configured unique_key, else the one inferred from the query,
+    # else the one the model's tests declare (key_source says which of the last two).
     key: Tuple[str, ...] = ()
     inferred_key: Tuple[str, ...] = ()
+    key_source: str = ""  # "query" | "tests" for a key that is not configured
     key_errors: Tuple[str, ...] = ()  # a configured unique_key the query proves wrong
     # Why affected-key replay is unsound for this model and key (None when it is sound).
     incremental_reason: Optional[str] = None
@@ -115,13 +117,20 @@ def nondeterministic_function(tree: exp.Expression) -> Optional[str]:
     return None
 
 
-def analyze(sql: str, unique_key: Sequence[str] = ()) -> Analysis:
+def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] = ()) -> Analysis:
     """What the model reads and how it can replay. Never raises: an analysis or rewriting
     defect (an exception of the parser or of the rewrites, rehearsed here on every replay
-    path the model may take) costs a full recompute with the reason, never a failed build."""
+    path the model may take) costs a full recompute with the reason, never a failed build.
+    `tested_key`, the key the model's tests declare, is used when neither `unique_key` nor
+    the query gives one and the query does not prove it wrong."""
     try:
         fail_point("during_analysis")
         analysis = _analyze(sql, unique_key)
+        if not analysis.key and tested_key and analysis.shape != "unparsed":
+            declared = _analyze(sql, tested_key)
+            if not declared.key_errors:
+                analysis = replace(declared, inferred_key=tuple(tested_key), key_source="tests")
+                unique_key = tested_key
         try:
             analysis = _split_for_replay(sql, unique_key, analysis) or analysis
         except Exception:  # noqa: BLE001 -- a defect of the split: the model as written
@@ -169,7 +178,8 @@ def _split_for_replay(sql: str, unique_key: Sequence[str],
     # The intermediate stays the one found for the model as written: with
     # aggregate_upkeep='delta' it is still kept in a sidecar (replay_rule prefers it).
     return replace(other, normalized_sql=analysis.normalized_sql, key=analysis.key,
-                   inferred_key=analysis.inferred_key, key_errors=analysis.key_errors,
+                   inferred_key=analysis.inferred_key, key_source=analysis.key_source,
+                   key_errors=analysis.key_errors,
                    replay_sql=replay_sql, intermediate=analysis.intermediate,
                    intermediate_reason=analysis.intermediate_reason)
 
@@ -254,6 +264,7 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
         middle, middle_reason = _intermediate(tree, upstreams, key)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
+                    key_source="query" if inferred and not unique_key else "",
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,
@@ -591,6 +602,10 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
     return replace(
         analysis, key=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
         incremental_reason=(
+            f"has no unique_key, and the one its tests declare ({key}) is NULL or repeated in "
+            f"some output rows; set unique_key to columns that identify one row to replay; "
+            f"without one it tries that key again after a --full-refresh"
+            if analysis.key_source == "tests" else
             f"has no unique_key, and the one inferred from the query ({key}) is NULL in some "
             f"output rows (a NULL group); set unique_key to columns that are never NULL (e.g. "
             f"coalesce({analysis.key[0]}, ...)) to replay; without one it tries the inferred "
