@@ -15,7 +15,7 @@ import os
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Callable, List, Mapping, Optional, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.events.logging import AdapterLogger
 from dbt_common.exceptions import DbtRuntimeError
@@ -233,6 +233,7 @@ class Refresher:
             return self._finish(_result(closed))
         latest = self.reader.latest_points(req.model, analysis.upstreams)
         memory = log.last.memory_after() if log.last is not None else CostMemory()
+        inserts_alone, counted = self._keyless_inserts_alone(analysis, state, latest)
         plan = plan_run(
             model=req.model, config=config, analysis=analysis, fingerprint=fingerprint,
             state=state, latest=latest, target_exists=req.target_kind == "delta",
@@ -240,9 +241,11 @@ class Refresher:
             change_rows=self._change_rows(state, latest),
             by_cost=os.environ.get(AUTO_ENV, "").lower() != "structural",
             inserts=self._inserts_replay(config, analysis, log, state, latest),
-            inserts_alone=self._keyless_inserts_alone(analysis, state, latest),
+            inserts_alone=inserts_alone,
             sidecar_behind=log.last is not None and sidecar_behind(
                 config, analysis, log.last.action, log.last.fallback_reason))
+        if counted is not None and plan.strategy is Strategy.APPEND and plan.ranges == counted[0]:
+            plan = replace(plan, append_rows=counted[1])
         if recreated and not req.full_refresh:
             pinned = {u: p for u, p in latest.items() if p is not None}
             plan = rebuild_or_fail(req.model, config, replace(plan, pinned=pinned), changed=(
@@ -272,25 +275,29 @@ class Refresher:
         return self._inserts_alone(moved_ranges(
             {u: p.version for u, p in state.consumed.items()}, latest))
 
-    def _keyless_inserts_alone(self, analysis: sa.Analysis, state: Optional[ModelState],
-                               latest: Mapping[str, Optional[UpstreamPoint]]) -> bool:
+    def _keyless_inserts_alone(
+            self, analysis: sa.Analysis, state: Optional[ModelState],
+            latest: Mapping[str, Optional[UpstreamPoint]],
+    ) -> Tuple[bool, Optional[Tuple[Dict[str, Tuple[int, int]], int]]]:
         """For a keyless row-wise model, whether its upstream's change since the consumed
         version holds inserts alone (what its append replay can apply); True for any other
         model or before it has consumed anything. The history this run read answers for blind
         appends; anything else (an update, or only an OPTIMIZE, or more commits than the history
-        window) is counted in the change feed, the query the append's guard runs."""
+        window) is counted in the change feed, the query the append's guard runs: then the
+        ranges counted and their change rows come back too, for the guard to reuse."""
         if analysis.key or not analysis.rowwise or state is None:
-            return True
+            return True, None
         ranges = moved_ranges({u: p.version for u, p in state.consumed.items()}, latest)
         if not ranges or self._inserts_alone(ranges):
-            return True
+            return True, None
         (upstream, (start, end)), = ranges.items()
         try:
-            return self.reader.feed_counts(upstream, start, end)[1] == 0
+            changes, non_inserts = self.reader.feed_counts(upstream, start, end)
         except DbtRuntimeError:
             # A change-feed gap (VACUUM, log retention): the replay's staging meets it again
             # and makes it a gap, with on_change_feed_gap's rebuild or error.
-            return True
+            return True, None
+        return non_inserts == 0, (dict(ranges), changes)
 
     def _inserts_alone(self, ranges: Mapping[str, Tuple[int, int]]) -> bool:
         """Whether the change to replay is one upstream's commits that hold inserts alone

@@ -142,7 +142,8 @@ class Stager:
             return Staged(f"(\n{model_sql}\n) _br_o", list(columns), strategy=strategy,
                           direct=True)
         if strategy is Strategy.APPEND:
-            rows = self.append_guard(req.model, plan)
+            rows = plan.append_rows if plan.append_rows is not None else self.append_guard(
+                req.model, plan)
             return Staged("", list(columns), rows=rows, strategy=strategy)
         return self.stage(model=req.model, sql=req.sql, config=config, analysis=analysis,
                           plan=plan, model_columns=columns, view=view, agg_run=agg_run,

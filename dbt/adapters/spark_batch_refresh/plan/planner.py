@@ -75,6 +75,9 @@ class Plan:
     change_rows: Optional[int] = None
     # A replay's rule (strategy.replay_rule), set once the model's columns are known.
     rule: Optional[Strategy] = None
+    # An append's change rows, when planning already counted them in the change feed (and
+    # found inserts alone): the append's guard need not count them again.
+    append_rows: Optional[int] = None
 
     @property
     def strategy(self) -> Strategy:
