@@ -150,7 +150,8 @@ def _drops_key(exc: BatchRefreshUserError, analysis: sa.Analysis) -> bool:
 
 
 class _InferredKeyNull(Exception):
-    """The key inferred from the query is NULL in the staged rows: plan again without it."""
+    """A key that is not configured proved bad in the staged rows (_drops_key): plan again
+    without it."""
 
 
 class Refresher:

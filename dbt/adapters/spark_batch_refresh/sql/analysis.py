@@ -126,13 +126,14 @@ def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] 
     try:
         fail_point("during_analysis")
         analysis = _analyze(sql, unique_key)
+        key = unique_key
         if not analysis.key and tested_key and analysis.shape != "unparsed":
             declared = _analyze(sql, tested_key)
             if not declared.key_errors:
                 analysis = replace(declared, inferred_key=tuple(tested_key), key_source="tests")
-                unique_key = tested_key
+                key = tested_key
         try:
-            analysis = _split_for_replay(sql, unique_key, analysis) or analysis
+            analysis = _split_for_replay(sql, key, analysis) or analysis
         except Exception:  # noqa: BLE001 -- a defect of the split: the model as written
             pass
         _rehearse(analysis.replay_sql or sql, analysis)
