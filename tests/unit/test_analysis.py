@@ -174,6 +174,8 @@ def test_a_rank_over_an_aggregate_is_not_called_a_global_aggregate():
         ("select *, count(*) from s.t group by all", "GROUP BY ALL"),
         ("select `all`, count(*) from s.t group by all", "GROUP BY ALL"),
         ("select a, 2 as two, count(*) from s.t group by all", "GROUP BY ALL"),
+        ("select a as x, x + 1 as y, count(*) from s.t group by all", "GROUP BY ALL"),
+        ("select a as a, b as c, count(*) from s.t group by all", "GROUP BY a, b"),
     ],
 )
 def test_group_by_all_spelled_out(sql, group_by):

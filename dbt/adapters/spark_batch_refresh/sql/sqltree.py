@@ -86,15 +86,15 @@ def is_aggregate(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).lower() in _SPARK_AGGREGATES
 
 
-
 def expand_group_all(tree: exp.Expression) -> exp.Expression:
     """Each `GROUP BY ALL` replaced by what Spark groups by for it: the SELECT-list expressions
     (aliases trimmed) that contain no aggregate, or no GROUP BY at all where every expression
     aggregates (a global aggregate). Every rule that reads a GROUP BY (the inferred key, the
     affected-key walk, delta upkeep) then sees the groups. Left as written where the meaning
     is not certain: a `*` in the SELECT list (its columns are unknown here), a column named
-    `all` (Spark may read `ALL` as that column) or an integer constant (an ordinal once
-    written in a GROUP BY)."""
+    `all` (Spark may read `ALL` as that column), an integer constant (an ordinal once
+    written in a GROUP BY), or a lateral alias (`a as x, x + 1 as y`: `x + 1` written in a
+    GROUP BY does not resolve `x`)."""
     for select in list(tree.find_all(exp.Select)):
         group = select.args.get("group")
         if group is None or not group.args.get("all") or group.expressions:
@@ -107,8 +107,23 @@ def expand_group_all(tree: exp.Expression) -> exp.Expression:
                 if not any(is_aggregate(n) or isinstance(n, exp.Window) for n in p.walk())]
         if any(isinstance(k, exp.Literal) and k.is_int for k in keys):
             continue  # written out, `GROUP BY 2` would be an ordinal
+        if _reads_lateral_alias(projections):
+            continue
         select.set("group", exp.Group(expressions=keys) if keys else None)
     return tree
+
+
+def _reads_lateral_alias(projections: Sequence[exp.Expression]) -> bool:
+    """A projection names, unqualified, an alias an earlier projection gives to something
+    other than that column (`a as x, x + 1 as y`)."""
+    renamed: Set[str] = set()
+    for p in projections:
+        if any(not c.table and c.name.lower() in renamed for c in p.find_all(exp.Column)):
+            return True
+        if isinstance(p, exp.Alias) and not (
+                isinstance(p.this, exp.Column) and p.this.name.lower() == p.alias.lower()):
+            renamed.add(p.alias.lower())
+    return False
 
 
 def cte_names(tree: exp.Expression) -> set[str]:
