@@ -166,6 +166,18 @@ from {{ source('raw', 'orders') }} o
 select o.id, o.amount, c.region, c.tier
 from {{ source('raw', 'orders') }} o left join {{ source('raw', 'customers') }} c on c.id = o.customer_id
 """, 12),
+    # No unique_key, no tests of its own: the key of the customers it reads, which their
+    # source's tests declare (unique and not_null on id, SOURCES_YML), passed through a left
+    # join onto a CTE grouped by the join column (jaffle_shop's `customers`). Recomputed in
+    # full before session 55.
+    Shape("s_upstream_key", """
+{{ config(materialized='batch_refresh') }}
+with customer_orders as (
+  select customer_id, count(*) as n, sum(amount) as total
+  from {{ source('raw', 'orders') }} group by customer_id)
+select c.id, c.name, coalesce(co.n, 0) as n_orders, co.total
+from {{ source('raw', 'customers') }} c left join customer_orders co on co.customer_id = c.id
+""", 2),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """
@@ -537,7 +549,9 @@ def change_rows(project: Any, versions_from: Dict[str, int], versions_to: Dict[s
 class TestShapeCatalogue:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {"sources.yml": sources_yml(*TABLES)}
+        files = {"sources.yml": sources_yml(*TABLES).replace(
+            "- name: customers", "- name: customers\n        columns:\n          - name: id\n"
+            "            data_tests: [unique, not_null]")}
         files.update({f"{s.name}.sql": s.sql for s in SHAPES + [FALLBACK, TESTED_DUPES]})
         files["tested.yml"] = keys_yml(
             [s.name for s in SHAPES if s.name == "s_tested_key"] + [TESTED_DUPES.name])
@@ -611,7 +625,8 @@ class TestShapeCatalogue:
                             ("s_join_full", "orders (as o): on the NULL-supplying side"),
                             ("s_qualify_latest", "[partition recompute] "),
                             ("s_right_join_on_aggregate", "condition lost an aggregated value"),
-                            ("s_tested_key", "unique_key: id (declared by the model's tests)")):
+                            ("s_tested_key", "unique_key: id (declared by the model's tests)"),
+                            ("s_upstream_key", "unique_key: id (inferred from the query and the keys its upstreams'")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

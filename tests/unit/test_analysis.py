@@ -217,3 +217,26 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
     assert sa.analyze(join, (), ("nope",)).key == ()
     dropped = sa.without_inferred_key(a)
     assert dropped.key == () and "its tests declare (id)" in dropped.incremental_reason
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        # a staging model over a source whose tests declare its key
+        ("select id, amount * 2 as a2 from spark_catalog.raw.orders", ("id",)),
+        # through a left join matching at most one row: the joined key all equated
+        ("select o.id, c.region from raw.orders o left join raw.customers c on c.id = o.cid",
+         ("id",)),
+        ("with co as (select cid, count(*) as n from raw.orders group by cid) "
+         "select c.id, co.n from raw.customers c left join co on co.cid = c.id", ("id",)),
+        # not: a join that may repeat rows, a right join, a key of the joined side only
+        ("select o.id, c.region from raw.orders o join raw.customers c on c.region = o.region", ()),
+        ("select o.id, c.region from raw.orders o right join raw.customers c on c.id = o.cid", ()),
+        ("select c.id, o.amount from raw.orders o left join raw.customers c on c.id = o.cid", ()),
+        ("select o.id from raw.orders o cross join raw.customers c", ()),
+        ("select id from raw.events", ()),  # no declared key
+    ],
+)
+def test_key_through_upstream_tests(sql, key):
+    a = sa.analyze(sql, upstream_keys={"raw.orders": ("id",), "raw.customers": ("id",)})
+    assert a.key == key and (a.key_source == "upstream tests") == bool(key), (a.key, a.key_source)

@@ -60,7 +60,7 @@ def test_cdf_cannot_be_turned_off_on_the_target():
 def test_config_names_are_every_config_parse_config_reads():
     """The macros hand parse_config exactly CONFIG_NAMES: a config it reads but that list
     lacks would always look unset."""
-    from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, TESTED_KEYS
+    from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, DECLARED_KEYS
 
     class Recording(dict):
         def __init__(self, **items):
@@ -73,4 +73,4 @@ def test_config_names_are_every_config_parse_config_reads():
 
     raw = Recording(unique_key="id")
     parse_config("m", raw)
-    assert raw.read == set(CONFIG_NAMES) | {TESTED_KEYS}  # the tests' records: not a config
+    assert raw.read == set(CONFIG_NAMES) | {DECLARED_KEYS}  # the tests' records: not a config

@@ -1,6 +1,7 @@
 """The key a model's tests and constraints declare (plan/tested_key.py)."""
 
-from dbt.adapters.spark_batch_refresh.plan.config import TESTED_KEYS, parse_config
+from dbt.adapters.spark_batch_refresh.plan.config import DECLARED_KEYS, parse_config
+from dbt.adapters.spark_batch_refresh.plan.tested_key import declared_keys
 from dbt.adapters.spark_batch_refresh.plan.tested_key import tested_key as declared_key
 
 
@@ -32,7 +33,36 @@ def test_constraints_and_quoted_names():
 
 
 def test_parsed_into_the_config_beside_unique_key():
-    config = parse_config("m", {TESTED_KEYS: [{"kind": "primary_key", "columns": ["id"]}]})
+    config = parse_config("m", {DECLARED_KEYS: {
+        "model": [{"kind": "primary_key", "columns": ["id"]}],
+        "upstreams": {"raw.orders": [{"kind": "unique", "columns": ["id"]},
+                                     {"kind": "not_null", "columns": ["id"]}],
+                      "raw.events": [{"kind": "unique", "columns": ["id"]}]}}})
     assert config.tested_key == ("id",) and config.unique_key == ()
+    assert config.upstream_keys == {"raw.orders": ("id",)}
     assert "unique_key" in config.result_fingerprint_parts()
     assert config.result_fingerprint_parts() == parse_config("m", {}).result_fingerprint_parts()
+
+
+def test_declared_keys_read_from_the_graph():
+    def test(uid, name, node, column=None, **kwargs):
+        return uid, {"resource_type": "test", "attached_node": node, "column_name": column,
+                     "test_metadata": {"name": name, "kwargs": kwargs}, "config": {}}
+
+    graph = {"nodes": dict([
+        ("model.p.m", {"unique_id": "model.p.m", "resource_type": "model", "columns": {},
+                       "depends_on": {"nodes": ["source.p.raw.orders", "model.p.up"]}}),
+        ("model.p.up", {"unique_id": "model.p.up", "resource_type": "model", "schema": "an",
+                        "alias": "up", "config": {"materialized": "batch_refresh",
+                                                  "unique_key": "k"}}),
+        test("test.p.1", "unique", "model.p.m", "id"),
+        test("test.p.2", "not_null", "model.p.m", "id"),
+        test("test.p.3", "unique_combination_of_columns", "source.p.raw.orders",
+             combination_of_columns=["a", "b"]),
+    ]), "sources": {"source.p.raw.orders": {"unique_id": "source.p.raw.orders",
+                                            "resource_type": "source", "schema": "Raw",
+                                            "identifier": "orders", "name": "orders"}}}
+    found = declared_keys(graph, graph["nodes"]["model.p.m"])
+    assert declared_key(found["model"]) == ("id",)
+    assert {r: declared_key(v) for r, v in found["upstreams"].items()} == {
+        "raw.orders": ("a", "b"), "an.up": ("k",)}

@@ -23,6 +23,7 @@ from dbt.adapters.spark_batch_refresh.report import nodes
 from dbt.adapters.spark_batch_refresh.sql.analysis import analyze, keyless_if_null
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.plan.strategy import sidecar_behind
+from dbt.adapters.spark_batch_refresh.plan.tested_key import declared_keys
 from dbt.adapters.spark_batch_refresh.report import status as status_report
 from dbt.adapters.spark_batch_refresh.connections import (
     ConnectionMethod,
@@ -369,6 +370,12 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         return list(CONFIG_NAMES)
 
     @available
+    def batch_refresh_declared_keys(self, graph: Mapping[str, Any],
+                                    node: Mapping[str, Any]) -> Dict[str, Any]:
+        """The keys the tests and constraints of `node` and of its upstreams declare."""
+        return declared_keys(graph, node)
+
+    @available
     def batch_refresh_history(self, state_schema: str) -> List[Dict[str, Any]]:
         self._use_endpoint()
         store = StateStore(state_schema, self._fetch_dicts, self._run_sql)
@@ -404,7 +411,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         config = parse_config(model, dict(raw_config))
         refresher = self._refresher()
         sql, views = refresher.views.see_through(sql)
-        analysis = analyze(sql, config.unique_key, config.tested_key)
+        analysis = analyze(sql, config.unique_key, config.tested_key, config.upstream_keys)
         consumed: Dict[str, int] = {}
         phase: Optional[str] = None
         target = _render(relation) if relation else None

@@ -142,9 +142,9 @@ InsertedKeyMax = Callable[[str, int, str], Optional[str]]  # (target, version, c
 
 def _drops_key(exc: BatchRefreshUserError, analysis: sa.Analysis) -> bool:
     """A key that is not configured proved bad: the refresh goes on without it. One inferred
-    from the query is unique by construction, so only NULL (a NULL group) drops it; one the
-    tests declare may also repeat."""
-    if analysis.key_source == "tests":
+    from the query alone is unique by construction, so only NULL (a NULL group) drops it; one
+    that rests on dbt tests (the model's or its upstreams') may also repeat."""
+    if analysis.key_source in ("tests", "upstream tests"):
         return isinstance(exc, BadKeyError)
     return isinstance(exc, NullKeyError)
 
@@ -198,7 +198,8 @@ class Refresher:
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
                  waiter: LeaseWait, infer: bool = True) -> RefreshResult:
         now, clock = current_time(), measuring_time()
-        analysis = sa.analyze(req.sql, config.unique_key, config.tested_key)
+        analysis = sa.analyze(req.sql, config.unique_key, config.tested_key,
+                              config.upstream_keys)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))

@@ -23,8 +23,9 @@ CONFIG_NAMES = ("unique_key", "refresh_interval", "refresh_mode", "on_model_chan
                 "on_change_feed_gap", "merge_chunk_rows", "lease_timeout", "lease_wait",
                 "file_format", "tblproperties", "aggregate_upkeep")
 DEFAULT_LEASE_TIMEOUT_S = 3600.0
-# Not a config: the model's tests and constraints, as the macros collect them from the graph.
-TESTED_KEYS = "_tested_keys"
+# Not a config: the keys the tests and constraints of the model and of its upstreams declare,
+# as the macros hand them over (tested_key.declared_keys).
+DECLARED_KEYS = "_declared_keys"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|day|days)?\s*$", re.I)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -73,8 +74,10 @@ class BatchRefreshConfig:
     aggregate_upkeep: str = "recompute"
     tblproperties: Mapping[str, str] = field(default_factory=dict)
     # The key the model's tests or constraints declare (tested_key.py): used when neither
-    # unique_key nor the query gives one. Not a result-shaping config: the rows are the same.
+    # unique_key nor the query gives one; and its upstreams' keys, which the query's key may
+    # pass through. Not result-shaping configs: the rows are the same.
     tested_key: Tuple[str, ...] = ()
+    upstream_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
         """Configs that change what the model's rows are (a change means a rebuild)."""
@@ -153,6 +156,7 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
             "keep their change feed on so downstream models can replay them; remove that property."
         )
 
+    declared = raw.get(DECLARED_KEYS) or {}
     config = BatchRefreshConfig(
         unique_key=unique_key,
         refresh_interval_s=duration("refresh_interval", None),
@@ -164,7 +168,9 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
         lease_wait_s=duration("lease_wait", 0.0) or 0.0,
         aggregate_upkeep=choice("aggregate_upkeep", AGGREGATE_UPKEEP, "recompute"),
         tblproperties={str(k): str(v) for k, v in tblproperties.items()},
-        tested_key=tested_key(raw.get(TESTED_KEYS) or ()),
+        tested_key=tested_key(declared.get("model") or ()),
+        upstream_keys={r: k for r, k in ((r, tested_key(records)) for r, records in (
+            declared.get("upstreams") or {}).items()) if k},
     )
     if problems:
         raise BatchRefreshUserError(model, "invalid config", problems)

@@ -8,14 +8,17 @@ It is trusted as an inferred key is, not as a configured one: NULL or repeated i
 the model refreshes without a key (executor.py), it does not fail. A test restricted by a
 `where` config declares nothing about the rows outside it, so it is skipped.
 
-The records come from the materialization (macro spark_batch_refresh__tested_keys), one per
-test or constraint: {"kind": "unique" | "not_null" | "unique_combination_of_columns" |
-"primary_key" | "unique_constraint" | "not_null_constraint", "columns": [...], "where": ...}.
+The records are read from dbt's graph (`declared_keys`, called by the materialization and
+`explain` with the `graph` context variable), one per test or constraint: {"kind": "unique" |
+"not_null" | "unique_combination_of_columns" | "primary_key" | "unique_constraint" |
+"not_null_constraint", "columns": [...], "where": ...}; for the model itself and for each
+upstream it reads (by relation name), where an upstream `batch_refresh` model's configured
+unique_key counts as its primary key (the plugin checks it on every write).
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Set, Tuple
 
 _NOT_NULL = ("not_null", "not_null_constraint", "primary_key")
 
@@ -50,3 +53,61 @@ def _columns(record: Mapping[str, Any]) -> List[str]:
     # a quoted name in the YAML (`column_name: '"id"'`) names the same column
     names = [c.strip().strip('`"') for c in columns if isinstance(c, str)]
     return [n for n in names if n]
+
+
+def declared_keys(graph: Mapping[str, Any], node: Mapping[str, Any]) -> Dict[str, Any]:
+    """{"model": records of `node`, "upstreams": {relation: records}} from dbt's flat graph."""
+    tests = _tests_by_node(graph)
+    nodes: Mapping[str, Any] = graph.get("nodes") or {}
+    sources: Mapping[str, Any] = graph.get("sources") or {}
+    upstreams: Dict[str, List[Dict[str, Any]]] = {}
+    for parent_id in (node.get("depends_on") or {}).get("nodes") or []:
+        parent = sources.get(parent_id) or nodes.get(parent_id)
+        if not parent:
+            continue
+        records = _records(parent, tests)
+        config = parent.get("config") or {}
+        if parent.get("resource_type") == "model" and config.get("materialized") == "batch_refresh":
+            configured = config.get("unique_key")
+            if configured:
+                records.append({"kind": "primary_key", "columns": (
+                    [configured] if isinstance(configured, str) else list(configured))})
+        name = parent.get("identifier") or parent.get("alias") or parent.get("name")
+        upstreams[f"{parent.get('schema')}.{name}".lower()] = records
+    return {"model": _records(node, tests), "upstreams": upstreams}
+
+
+# graph (by identity) -> its tests by the node they test; one invocation asks once per model
+_INDEX: Dict[str, Any] = {}
+
+
+def _tests_by_node(graph: Mapping[str, Any]) -> Mapping[str, List[Mapping[str, Any]]]:
+    if _INDEX.get("graph") is graph:
+        return _INDEX["tests"]
+    tests: Dict[str, List[Mapping[str, Any]]] = {}
+    for test in (graph.get("nodes") or {}).values():
+        if test.get("resource_type") == "test" and test.get("attached_node") and test.get(
+                "test_metadata"):
+            tests.setdefault(test["attached_node"], []).append(test)
+    _INDEX.update(graph=graph, tests=tests)
+    return tests
+
+
+def _records(node: Mapping[str, Any],
+             tests: Mapping[str, List[Mapping[str, Any]]]) -> List[Dict[str, Any]]:
+    found: List[Dict[str, Any]] = []
+    for test in tests.get(node.get("unique_id") or "", []):
+        meta = test["test_metadata"]
+        kwargs = meta.get("kwargs") or {}
+        found.append({"kind": meta.get("name"),
+                      "columns": kwargs.get("combination_of_columns")
+                      or [test.get("column_name") or kwargs.get("column_name")],
+                      "where": (test.get("config") or {}).get("where")})
+    constraints = [(c, c.get("columns")) for c in node.get("constraints") or []]
+    for name, column in (node.get("columns") or {}).items():
+        constraints += [(c, [column.get("name") or name]) for c in column.get("constraints") or []]
+    for constraint, columns in constraints:
+        kind = constraint.get("type")
+        found.append({"kind": kind if kind == "primary_key" else f"{kind}_constraint",
+                      "columns": columns})
+    return found

@@ -108,6 +108,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")
     elif analysis.key and analysis.key_source == "tests":
         lines.append(f"  unique_key: {', '.join(analysis.key)} (declared by the model's tests)")
+    elif analysis.key and analysis.key_source == "upstream tests":
+        lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query and "
+                     f"the keys its upstreams' tests declare)")
     elif analysis.key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query)")
     else:

@@ -23,6 +23,7 @@ from dbt.adapters.spark_batch_refresh.sql import keypath as kp
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.sql.decorrelate import scalar_joins
+from dbt.adapters.spark_batch_refresh.sql.keyinfer import Inferred, infer_key
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 from dbt.adapters.spark_batch_refresh.sql.winsplit import (
@@ -57,7 +58,9 @@ class Analysis:
     # else the one the model's tests declare (key_source says which of the last two).
     key: Tuple[str, ...] = ()
     inferred_key: Tuple[str, ...] = ()
-    key_source: str = ""  # "query" | "tests" for a key that is not configured
+    # For a key that is not configured: "query", "tests" (the model's), "upstream tests"
+    # (the query's key rests on keys its upstreams' tests declare)
+    key_source: str = ""
     key_errors: Tuple[str, ...] = ()  # a configured unique_key the query proves wrong
     # Why affected-key replay is unsound for this model and key (None when it is sound).
     incremental_reason: Optional[str] = None
@@ -117,15 +120,17 @@ def nondeterministic_function(tree: exp.Expression) -> Optional[str]:
     return None
 
 
-def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] = ()) -> Analysis:
+def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] = (),
+            upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
     """What the model reads and how it can replay. Never raises: an analysis or rewriting
     defect (an exception of the parser or of the rewrites, rehearsed here on every replay
     path the model may take) costs a full recompute with the reason, never a failed build.
     `tested_key`, the key the model's tests declare, is used when neither `unique_key` nor
-    the query gives one and the query does not prove it wrong."""
+    the query gives one and the query does not prove it wrong; `upstream_keys`, the keys its
+    upstreams' tests declare, let the query give one through them (keyinfer.py)."""
     try:
         fail_point("during_analysis")
-        analysis = _analyze(sql, unique_key)
+        analysis = _analyze(sql, unique_key, upstream_keys)
         key = unique_key
         if not analysis.key and tested_key and analysis.shape != "unparsed":
             declared = _analyze(sql, tested_key)
@@ -220,7 +225,8 @@ def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
     return change_rows_sql(upstream, 2, 2, change_types)
 
 
-def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
+def _analyze(sql: str, unique_key: Sequence[str],
+             upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
     try:
         tree = st.parse(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
@@ -235,7 +241,8 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
     upstreams = tuple(sorted({table_name(t) for t in tables}))
     blocker = _rowwise_blocker(tree, tables)
     normalized = tree.sql(dialect=DIALECT, normalize=True)
-    inferred = infer_key(tree)
+    inference = Inferred(upstream_keys or {})
+    inferred = inference.key(tree)
     key = tuple(unique_key) or inferred
     paths: Tuple[kp.KeyPath, ...] = ()
     # Holds whichever upstream changes: no replay rule applies (key walk, delta, intermediate).
@@ -265,7 +272,8 @@ def _analyze(sql: str, unique_key: Sequence[str]) -> Analysis:
         middle, middle_reason = _intermediate(tree, upstreams, key)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
-                    key_source="query" if inferred and not unique_key else "",
+                    key_source=("" if unique_key or not inferred
+                                else "upstream tests" if inference.declared else "query"),
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,
@@ -485,107 +493,6 @@ def _output_select(tree: exp.Expression) -> Optional[exp.Select]:
     return tree if isinstance(tree, exp.Select) else None
 
 
-def infer_key(tree: exp.Expression) -> Tuple[str, ...]:
-    """The GROUP BY keys (or all columns of a SELECT DISTINCT), when all are projected; or
-    those of the one CTE or subquery a plain SELECT reads, passed through its filter and
-    projection (dbt's `with ... final as (...) select * from final`)."""
-    if isinstance(tree, exp.Union):
-        return _distinct_union_key(tree)
-    select = tree if isinstance(tree, exp.Select) else None
-    if select is None:
-        return ()
-    if any(p.is_star for p in select.expressions):
-        return _passed_key(select)
-    group = select.args.get("group")
-    if group is not None and group.expressions:
-        if st.generates_rows(select):
-            return ()  # `select g, explode(collect_list(v)) ... group by g`: rows per group
-        names = []
-        for expr in group.expressions:
-            if isinstance(expr, exp.Literal) and expr.is_int:  # GROUP BY 1: an ordinal
-                position = int(expr.name) - 1
-                if not 0 <= position < len(select.expressions):
-                    return ()
-                names.append(select.expressions[position].alias_or_name)
-                continue
-            match = next((p for p in select.expressions
-                          if p.unalias() == expr or (isinstance(expr, exp.Column) and not expr.table
-                                                     and p.alias_or_name.lower() == expr.name.lower()
-                                                     and not p.find(exp.AggFunc))), None)
-            if match is None:
-                return ()
-            names.append(match.alias_or_name)
-        return tuple(dict.fromkeys(names))
-    if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
-        return tuple(p.alias_or_name for p in select.expressions)
-    return _passed_key(select)
-
-
-def _distinct_union_key(union: exp.Union) -> Tuple[str, ...]:
-    """All output columns of a `UNION` (distinct): each row is there once, as in a SELECT
-    DISTINCT. Not for UNION ALL, nor with a LIMIT (which keeps some rows only), nor where an
-    output column has no name here (a `*`, or an expression Spark names by its text)."""
-    first = st.first_leaf(union)
-    if (not union.args.get("distinct") or first is None
-            or any(union.args.get(a) for a in ("limit", "offset"))
-            or any(p.is_star or not p.alias_or_name for p in first.expressions)):
-        return ()
-    names = tuple(p.alias_or_name for p in first.expressions)
-    return names if len({n.lower() for n in names}) == len(names) else ()
-
-
-def _passed_key(select: exp.Select) -> Tuple[str, ...]:
-    """The key of the one relation `select` reads, when each row of it makes at most one
-    output row (a filter, a projection, a window or QUALIFY: no join, GROUP BY, aggregate,
-    DISTINCT, LATERAL VIEW or generator at this level) and every key column comes out as a
-    plain column (or through `*`)."""
-    if (any(select.args.get(a) for a in ("joins", "laterals", "group", "distinct", "having"))
-            or st.generates_rows(select)):
-        return ()
-    if any(agg.find_ancestor(exp.Select, exp.Window) is select
-           for agg in select.find_all(exp.AggFunc)):
-        return ()  # an aggregate at this level (one under a window keeps the rows)
-    source = select.args.get("from_") or select.args.get("from")
-    inner = _read_select(select, source.this) if source is not None else None
-    key = infer_key(inner) if inner is not None else ()
-    if not key:
-        return ()
-    alias = source.this.alias_or_name.lower()
-    names = []
-    for column in key:
-        if any(p.is_star and (not isinstance(p, exp.Column) or p.table.lower() in ("", alias))
-               for p in select.expressions):
-            names.append(column)
-            continue
-        out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
-                    and p.unalias().name.lower() == column.lower()
-                    and p.unalias().table.lower() in ("", alias)), None)
-        if out is None:
-            return ()
-        names.append(out.alias_or_name)
-    return tuple(names)
-
-
-def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Select]:
-    """The SELECT behind a FROM source: a subquery's, or a CTE's of this or an outer query."""
-    if isinstance(source, exp.Subquery):
-        inner = source.this
-        return inner if isinstance(inner, exp.Select) else None
-    if not isinstance(source, exp.Table) or source.args.get("db"):
-        return None
-    scope: Optional[exp.Expression] = select
-    enclosing = set()
-    while scope is not None:
-        enclosing.add(id(scope))
-        with_ = scope.args.get("with_") or scope.args.get("with")
-        for cte in (with_.expressions if with_ is not None else []):
-            # inside its own body a CTE's name is the table it shadows
-            if cte.alias_or_name.lower() == source.name.lower() and id(cte) not in enclosing:
-                return cte.this if isinstance(cte.this, exp.Select) else None
-        scope = scope.parent
-    return None
-
-
 def keyless_if_null(analysis: Analysis, unique_key: Sequence[str],
                     null_seen: bool) -> Tuple[Analysis, bool]:
     """The analysis a refresh plans with, and whether it goes keyless: a key inferred from the
@@ -596,6 +503,10 @@ def keyless_if_null(analysis: Analysis, unique_key: Sequence[str],
     return analysis, False
 
 
+_KEY_SOURCES = {"tests": "its tests declare",
+                "upstream tests": "inferred through the keys its upstreams' tests declare"}
+
+
 def without_inferred_key(analysis: Analysis) -> Analysis:
     """The analysis of a model whose inferred key proved NULL in its output (a NULL group):
     no key, so no replay rule that needs one; it recomputes in full, keyless."""
@@ -603,10 +514,10 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
     return replace(
         analysis, key=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
         incremental_reason=(
-            f"has no unique_key, and the one its tests declare ({key}) is NULL or repeated in "
-            f"some output rows; set unique_key to columns that identify one row to replay; "
-            f"without one it tries that key again after a --full-refresh"
-            if analysis.key_source == "tests" else
+            f"has no unique_key, and the one {_KEY_SOURCES[analysis.key_source]} ({key}) is "
+            f"NULL or repeated in some output rows; set unique_key to columns that identify "
+            f"one row to replay; without one it tries that key again after a --full-refresh"
+            if analysis.key_source in _KEY_SOURCES else
             f"has no unique_key, and the one inferred from the query ({key}) is NULL in some "
             f"output rows (a NULL group); set unique_key to columns that are never NULL (e.g. "
             f"coalesce({analysis.key[0]}, ...)) to replay; without one it tries the inferred "

@@ -61,36 +61,15 @@
   {%- for name in spark_batch_refresh__config_names() -%}
     {%- do raw.update({name: config.get(name)}) -%}
   {%- endfor -%}
-  {%- do raw.update({'_tested_keys': spark_batch_refresh__tested_keys(model)}) -%}
+  {%- do raw.update({'_declared_keys': spark_batch_refresh__declared_keys(model)}) -%}
   {{ return(raw) }}
 {%- endmacro %}
 
 
-{% macro spark_batch_refresh__tested_keys(node) -%}
-  {#- The model's tests and constraints that can declare its key, as records; which of them
-      make the key is decided in Python (plan/tested_key.py). -#}
-  {%- set found = [] -%}
-  {%- if execute and graph is defined -%}
-    {%- for test in graph.nodes.values() if test.resource_type == 'test'
-          and test.get('attached_node') == node.unique_id and test.get('test_metadata') -%}
-      {%- set kwargs = test.test_metadata.get('kwargs') or {} -%}
-      {%- do found.append({'kind': test.test_metadata.name,
-                           'columns': kwargs.get('combination_of_columns')
-                                      or [test.get('column_name') or kwargs.get('column_name')],
-                           'where': (test.get('config') or {}).get('where')}) -%}
-    {%- endfor -%}
-  {%- endif -%}
-  {%- for constraint in node.get('constraints') or [] -%}
-    {%- do found.append({'kind': constraint.type ~ ('' if constraint.type == 'primary_key' else '_constraint'),
-                         'columns': constraint.columns}) -%}
-  {%- endfor -%}
-  {%- for name, column in (node.get('columns') or {}).items() -%}
-    {%- for constraint in column.get('constraints') or [] -%}
-      {%- do found.append({'kind': constraint.type ~ ('' if constraint.type == 'primary_key' else '_constraint'),
-                           'columns': [column.name or name]}) -%}
-    {%- endfor -%}
-  {%- endfor -%}
-  {{ return(found) }}
+{% macro spark_batch_refresh__declared_keys(node) -%}
+  {#- The keys the tests and constraints of the model and of its upstreams declare, read from
+      the graph in Python (plan/tested_key.py). -#}
+  {{ return(adapter.batch_refresh_declared_keys(graph, node) if execute else {}) }}
 {%- endmacro %}
 
 

@@ -9,7 +9,7 @@
     {% for name in spark_batch_refresh__config_names() %}
       {% do raw.update({name: node.config.get(name)}) %}
     {% endfor %}
-    {% do raw.update({'_tested_keys': spark_batch_refresh__tested_keys(node)}) %}
+    {% do raw.update({'_declared_keys': spark_batch_refresh__declared_keys(node)}) %}
     {{ print(adapter.batch_refresh_explain(node.name, node.unique_id, sql, raw,
                                            spark_batch_refresh__state_schema(),
                                            node.schema ~ '.' ~ node.alias)) }}

@@ -1,0 +1,190 @@
+"""The key a model's query proves, when it configures none (pure).
+
+A GROUP BY's keys (or all columns of a SELECT DISTINCT or a UNION), when all are projected;
+or the key of the relation a plain SELECT reads, passed through its filter and projection
+(dbt's `with ... final as (...) select * from final`) and through joins that cannot repeat a
+row of it: an inner or left join whose ON equates every column of the joined relation's own
+key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
+customer_id). A physical relation's key is the one its dbt tests declare (`upstream_keys`,
+collected from the graph by the materialization): a key that rests on one is as good as those
+tests, so `Inferred.declared` says so, and the refresh treats such a key as it treats the
+model's own tests' key (NULL or repeated: the model refreshes without it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Mapping, Optional, Set, Tuple
+
+from sqlglot import exp
+
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+
+
+@dataclass
+class Inferred:
+    """One inference: the keys the tests of the model's upstreams declare, and whether the
+    answer used one."""
+
+    upstream_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    declared: bool = False
+
+    def key(self, tree: exp.Expression) -> Tuple[str, ...]:
+        if isinstance(tree, exp.Union):
+            return _distinct_union_key(tree)
+        select = tree if isinstance(tree, exp.Select) else None
+        if select is None:
+            return ()
+        if any(p.is_star for p in select.expressions):
+            return self._passed(select)
+        group = select.args.get("group")
+        if group is not None and group.expressions:
+            return _group_key(select, group)
+        if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
+            return tuple(p.alias_or_name for p in select.expressions)
+        return self._passed(select)
+
+    def _passed(self, select: exp.Select) -> Tuple[str, ...]:
+        """The key of the relation `select` reads first, when each row of it makes at most
+        one output row (a filter, a projection, a window or QUALIFY, joins that match at most
+        one row: no GROUP BY, aggregate, DISTINCT, LATERAL VIEW or generator at this level)
+        and every key column comes out as a plain column (or through `*`)."""
+        if (any(select.args.get(a) for a in ("laterals", "group", "distinct", "having"))
+                or st.generates_rows(select)):
+            return ()
+        if any(agg.find_ancestor(exp.Select, exp.Window) is select
+               for agg in select.find_all(exp.AggFunc)):
+            return ()  # an aggregate at this level (one under a window keeps the rows)
+        source = select.args.get("from_") or select.args.get("from")
+        if source is None:
+            return ()
+        key = self._relation_key(select, source.this)
+        joins = select.args.get("joins") or []
+        if not key or not all(self._at_most_one(select, j) for j in joins):
+            return ()
+        alias = source.this.alias_or_name.lower()
+        names = []
+        for column in key:
+            if any(p.is_star and (not isinstance(p, exp.Column) or p.table.lower() in ("", alias))
+                   for p in select.expressions):
+                names.append(column)
+                continue
+            out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
+                        and p.unalias().name.lower() == column.lower()
+                        and p.unalias().table.lower() in ("", alias)), None)
+            if out is None:
+                return ()
+            names.append(out.alias_or_name)
+        return tuple(names)
+
+    def _relation_key(self, select: exp.Select, source: exp.Expression) -> Tuple[str, ...]:
+        inner = _read_select(select, source)
+        if inner is not None:
+            return self.key(inner)
+        # dbt writes every relation it resolves with its schema; a bare name is a CTE's
+        if (isinstance(source, exp.Table) and source.name and source.args.get("db")
+                and not source.args.get("version")):
+            declared = _declared(self.upstream_keys, st.table_name(source))
+            if declared:
+                self.declared = True
+            return declared
+        return ()
+
+    def _at_most_one(self, select: exp.Select, join: exp.Join) -> bool:
+        """`join` matches each row of the relations before it with at most one row: a semi or
+        anti join, or an inner / left join whose ON equates every column of the joined
+        relation's key to an expression that does not read the joined relation."""
+        kind = (join.args.get("kind") or "").upper()
+        if kind in ("SEMI", "ANTI"):
+            return True
+        side = (join.side or "").upper()
+        if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER") or join.args.get("using"):
+            return False
+        joined = join.this
+        alias = joined.alias_or_name.lower()
+        on = join.args.get("on")
+        if on is None or not alias:
+            return False
+        key = self._relation_key(select, joined)
+        if not key:
+            return False
+        equated: Set[str] = set()
+        for conjunct in st.conjuncts(on):
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            for mine, other in ((conjunct.this, conjunct.expression),
+                                (conjunct.expression, conjunct.this)):
+                if (isinstance(mine, exp.Column) and mine.table.lower() == alias
+                        and not any(c.table.lower() in ("", alias)
+                                    for c in other.find_all(exp.Column))):
+                    equated.add(mine.name.lower())
+        return all(k.lower() in equated for k in key)
+
+
+def infer_key(tree: exp.Expression,
+              upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Tuple[str, ...]:
+    return Inferred(upstream_keys or {}).key(tree)
+
+
+def _declared(upstream_keys: Mapping[str, Tuple[str, ...]], name: str) -> Tuple[str, ...]:
+    """An upstream's declared key, by its schema and name as the model writes them (the
+    catalog may be left out on either side: `spark_catalog.raw.orders` is `raw.orders`)."""
+    parts = name.split(".")[-2:]
+    for relation, key in upstream_keys.items():
+        if relation.lower().replace("`", "").split(".")[-2:] == parts:
+            return tuple(key)
+    return ()
+
+
+def _group_key(select: exp.Select, group: exp.Group) -> Tuple[str, ...]:
+    if st.generates_rows(select):
+        return ()  # `select g, explode(collect_list(v)) ... group by g`: rows per group
+    names: List[str] = []
+    for expr in group.expressions:
+        if isinstance(expr, exp.Literal) and expr.is_int:  # GROUP BY 1: an ordinal
+            position = int(expr.name) - 1
+            if not 0 <= position < len(select.expressions):
+                return ()
+            names.append(select.expressions[position].alias_or_name)
+            continue
+        match = next((p for p in select.expressions
+                      if p.unalias() == expr or (isinstance(expr, exp.Column) and not expr.table
+                                                 and p.alias_or_name.lower() == expr.name.lower()
+                                                 and not p.find(exp.AggFunc))), None)
+        if match is None:
+            return ()
+        names.append(match.alias_or_name)
+    return tuple(dict.fromkeys(names))
+
+
+def _distinct_union_key(union: exp.Union) -> Tuple[str, ...]:
+    """All output columns of a `UNION` (distinct): each row is there once, as in a SELECT
+    DISTINCT. Not for UNION ALL, nor with a LIMIT (which keeps some rows only), nor where an
+    output column has no name here (a `*`, or an expression Spark names by its text)."""
+    first = st.first_leaf(union)
+    if (not union.args.get("distinct") or first is None
+            or any(union.args.get(a) for a in ("limit", "offset"))
+            or any(p.is_star or not p.alias_or_name for p in first.expressions)):
+        return ()
+    names = tuple(p.alias_or_name for p in first.expressions)
+    return names if len({n.lower() for n in names}) == len(names) else ()
+
+
+def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Select]:
+    """The SELECT behind a FROM source: a subquery's, or a CTE's of this or an outer query."""
+    if isinstance(source, exp.Subquery):
+        inner = source.this
+        return inner if isinstance(inner, exp.Select) else None
+    if not isinstance(source, exp.Table) or source.args.get("db"):
+        return None
+    scope: Optional[exp.Expression] = select
+    enclosing = set()
+    while scope is not None:
+        enclosing.add(id(scope))
+        with_ = scope.args.get("with_") or scope.args.get("with")
+        for cte in (with_.expressions if with_ is not None else []):
+            # inside its own body a CTE's name is the table it shadows
+            if cte.alias_or_name.lower() == source.name.lower() and id(cte) not in enclosing:
+                return cte.this if isinstance(cte.this, exp.Select) else None
+        scope = scope.parent
+    return None
