@@ -178,6 +178,16 @@ with customer_orders as (
 select c.id, c.name, coalesce(co.n, 0) as n_orders, co.total
 from {{ source('raw', 'customers') }} c left join customer_orders co on co.customer_id = c.id
 """, 2),
+    # A UNION ALL of keyed branches, each tagged by its own constant: keyed by (tag, key)
+    # without a unique_key (no key was inferred before session 55).
+    Shape("s_tagged_union", """
+{{ config(materialized='batch_refresh') }}
+select 'customer' as kind, customer_id as k, sum(amount) as total, count(*) as n
+from {{ source('raw', 'orders') }} group by customer_id
+union all
+select 'product', product_id, sum(amount), count(*) from {{ source('raw', 'orders') }}
+group by product_id
+""", 4),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """

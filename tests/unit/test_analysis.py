@@ -240,3 +240,28 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
 def test_key_through_upstream_tests(sql, key):
     a = sa.analyze(sql, upstream_keys={"raw.orders": ("id",), "raw.customers": ("id",)})
     assert a.key == key and (a.key_source == "upstream tests") == bool(key), (a.key, a.key_source)
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        ("select 'c' as kind, cid as k, sum(v) as t from s.o group by cid "
+         "union all select 'p', pid, sum(v) from s.o group by pid", ("kind", "k")),
+        # dbt_utils.union_relations' tag over keyed branches, three of them
+        ("select cast('a' as string) as _dbt_source_relation, k, n from "
+         "(select k, count(*) n from s.a group by k) x union all "
+         "select cast('b' as string), k, n from (select k, count(*) n from s.b group by k) y "
+         "union all select cast('c' as string), k, n from (select k, count(*) n from s.c group by k) z",
+         ("_dbt_source_relation", "k")),
+        # not: one tag for both, a branch without a key, keys at other positions
+        ("select 'c' as kind, cid as k, sum(v) from s.o group by cid "
+         "union all select 'c', pid, sum(v) from s.o group by pid", ()),
+        ("select 'c' as kind, cid as k from s.o group by cid "
+         "union all select 'p', pid from s.o", ()),
+        ("select 'c' as kind, cid as k, count(*) as n from s.o group by cid "
+         "union all select 'p', count(*), pid from s.o group by pid", ()),
+    ],
+)
+def test_tagged_union_all_key(sql, key):
+    a = sa.analyze(sql)
+    assert a.key == key, (a.key, a.incremental_reason)

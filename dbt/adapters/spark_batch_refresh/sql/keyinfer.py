@@ -31,7 +31,7 @@ class Inferred:
 
     def key(self, tree: exp.Expression) -> Tuple[str, ...]:
         if isinstance(tree, exp.Union):
-            return _distinct_union_key(tree)
+            return _distinct_union_key(tree) or self._tagged_union_key(tree)
         select = tree if isinstance(tree, exp.Select) else None
         if select is None:
             return ()
@@ -43,6 +43,38 @@ class Inferred:
         if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
             return tuple(p.alias_or_name for p in select.expressions)
         return self._passed(select)
+
+    def _tagged_union_key(self, union: exp.Union) -> Tuple[str, ...]:
+        """A UNION ALL whose branches each have a key at the same positions and a column
+        that is a different constant in each (`'order' as kind`, dbt_utils.union_relations'
+        `_dbt_source_relation`): that column and the key. Branches cannot share a row's key
+        when their constants differ."""
+        branches = _union_all_branches(union)
+        if branches is None or any(p.is_star for b in branches for p in b.expressions):
+            return ()
+        width = len(branches[0].expressions)
+        if any(len(b.expressions) != width for b in branches):
+            return ()
+        names = [p.alias_or_name for p in branches[0].expressions]
+        tag = next((i for i in range(width) if names[i] and _distinct_constants(
+            [b.expressions[i].unalias() for b in branches])), None)
+        if tag is None:
+            return ()
+        positions: Optional[List[int]] = None
+        for branch in branches:
+            key = self.key(branch)
+            outputs = [p.alias_or_name.lower() for p in branch.expressions]
+            if not key or any(k.lower() not in outputs for k in key):
+                return ()
+            mine = sorted(outputs.index(k.lower()) for k in key)
+            if positions is None:
+                positions = mine
+            elif mine != positions:
+                return ()
+        assert positions is not None
+        if tag in positions or not all(names[i] for i in positions):
+            return ()
+        return tuple([names[tag]] + [names[i] for i in positions])
 
     def _passed(self, select: exp.Select) -> Tuple[str, ...]:
         """The key of the relation `select` reads first, when each row of it makes at most
@@ -134,6 +166,40 @@ def _declared(upstream_keys: Mapping[str, Tuple[str, ...]], name: str) -> Tuple[
         if relation.lower().replace("`", "").split(".")[-2:] == parts:
             return tuple(key)
     return ()
+
+
+def _union_all_branches(union: exp.Union) -> Optional[List[exp.Select]]:
+    """The SELECTs a chain of UNION ALLs stacks, in order; None for any other set operation
+    or a branch that is not a plain SELECT (or one with a LIMIT over the union)."""
+    if type(union) is not exp.Union or union.args.get("distinct") or any(
+            union.args.get(a) for a in ("limit", "offset")):
+        return None
+    branches: List[exp.Select] = []
+    for side in (union.this, union.expression):
+        while isinstance(side, exp.Subquery):
+            side = side.this
+        if isinstance(side, exp.Union):
+            inner = _union_all_branches(side)
+            if inner is None:
+                return None
+            branches.extend(inner)
+        elif isinstance(side, exp.Select):
+            branches.append(side)
+        else:
+            return None
+    return branches
+
+
+def _distinct_constants(values: List[exp.Expression]) -> bool:
+    """Each value a literal (a cast of one too), all different."""
+    seen: Set[Tuple[bool, str]] = set()
+    for value in values:
+        while isinstance(value, exp.Cast):
+            value = value.this
+        if not isinstance(value, exp.Literal):
+            return False
+        seen.add((value.is_string, value.name))
+    return len(seen) == len(values)
 
 
 def _group_key(select: exp.Select, group: exp.Group) -> Tuple[str, ...]:
