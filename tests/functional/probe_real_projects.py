@@ -15,6 +15,9 @@ from tests.functional.test_shapes import TABLES, Changes, create_tables
 
 SEED = int(os.environ.get("PROBE_SEED", "5"))
 STEPS = int(os.environ.get("PROBE_STEPS", "4"))
+# PROBE_TESTED=1: every source declares `id` with unique and not_null tests, as a dbt project
+# would; the models then infer keys through them (keyinfer.py)
+TESTED = os.environ.get("PROBE_TESTED", "") == "1"
 O = "{{ source('raw', 'orders') }}"
 C = "{{ source('raw', 'customers') }}"
 P = "{{ source('raw', 'payments') }}"
@@ -135,7 +138,11 @@ where c.tier <> 'blocked' and o.status in ('paid', 'shipped') group by 1, 2"""
 class TestProbe:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {"sources.yml": sources_yml(*TABLES)}
+        sources = sources_yml(*TABLES)
+        for table in TABLES if TESTED else ():
+            sources = sources.replace(f"- name: {table}\n", f"- name: {table}\n        columns:\n"
+                                      "          - name: id\n            data_tests: [unique, not_null]\n")
+        files = {"sources.yml": sources}
         files.update({f"{n}.sql": s for n, s in PROBES.items()})
         return files
 
