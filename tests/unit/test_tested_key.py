@@ -46,7 +46,9 @@ def test_parsed_into_the_config_beside_unique_key():
 
 def test_declared_keys_read_from_the_graph():
     def test(uid, name, node, column=None, **kwargs):
+        # a source's test: no attached node, the source its one dependency
         return uid, {"resource_type": "test", "attached_node": node, "column_name": column,
+                     "depends_on": {"nodes": [node or "source.p.raw.orders"]},
                      "test_metadata": {"name": name, "kwargs": kwargs}, "config": {}}
 
     graph = {"nodes": dict([
@@ -57,7 +59,7 @@ def test_declared_keys_read_from_the_graph():
                                                   "unique_key": "k"}}),
         test("test.p.1", "unique", "model.p.m", "id"),
         test("test.p.2", "not_null", "model.p.m", "id"),
-        test("test.p.3", "unique_combination_of_columns", "source.p.raw.orders",
+        test("test.p.3", "unique_combination_of_columns", None,
              combination_of_columns=["a", "b"]),
     ]), "sources": {"source.p.raw.orders": {"unique_id": "source.p.raw.orders",
                                             "resource_type": "source", "schema": "Raw",

@@ -86,9 +86,13 @@ def _tests_by_node(graph: Mapping[str, Any]) -> Mapping[str, List[Mapping[str, A
         return _INDEX["tests"]
     tests: Dict[str, List[Mapping[str, Any]]] = {}
     for test in (graph.get("nodes") or {}).values():
-        if test.get("resource_type") == "test" and test.get("attached_node") and test.get(
-                "test_metadata"):
-            tests.setdefault(test["attached_node"], []).append(test)
+        if test.get("resource_type") != "test" or not test.get("test_metadata"):
+            continue
+        # dbt attaches no node to a source's tests: the one node such a test reads is it
+        parents = (test.get("depends_on") or {}).get("nodes") or []
+        tested = test.get("attached_node") or (parents[0] if len(parents) == 1 else None)
+        if tested:
+            tests.setdefault(tested, []).append(test)
     _INDEX.update(graph=graph, tests=tests)
     return tests
 
