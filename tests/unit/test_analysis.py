@@ -235,6 +235,10 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
         ("select c.id, o.amount from raw.orders o left join raw.customers c on c.id = o.cid", ()),
         ("select o.id from raw.orders o cross join raw.customers c", ()),
         ("select id from raw.events", ()),  # no declared key
+        # a window over a tagged UNION ALL of keyed sources (the probe's p_window_over_union)
+        ("select src, id, row_number() over (partition by src order by id) as rn from "
+         "(select id, 'o' as src from raw.orders union all select id, 'c' as src "
+         "from raw.customers) u", ("src", "id")),
     ],
 )
 def test_key_through_upstream_tests(sql, key):

@@ -236,11 +236,12 @@ def _distinct_union_key(union: exp.Union) -> Tuple[str, ...]:
     return names if len({n.lower() for n in names}) == len(names) else ()
 
 
-def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Select]:
-    """The SELECT behind a FROM source: a subquery's, or a CTE's of this or an outer query."""
+def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Query]:
+    """The query behind a FROM source (a SELECT or a UNION): a subquery's, or a CTE's of this
+    or an outer query."""
     if isinstance(source, exp.Subquery):
         inner = source.this
-        return inner if isinstance(inner, exp.Select) else None
+        return inner if isinstance(inner, (exp.Select, exp.Union)) else None
     if not isinstance(source, exp.Table) or source.args.get("db"):
         return None
     scope: Optional[exp.Expression] = select
@@ -251,6 +252,6 @@ def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Sel
         for cte in (with_.expressions if with_ is not None else []):
             # inside its own body a CTE's name is the table it shadows
             if cte.alias_or_name.lower() == source.name.lower() and id(cte) not in enclosing:
-                return cte.this if isinstance(cte.this, exp.Select) else None
+                return cte.this if isinstance(cte.this, (exp.Select, exp.Union)) else None
         scope = scope.parent
     return None
