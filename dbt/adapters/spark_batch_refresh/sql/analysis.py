@@ -130,15 +130,9 @@ def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] 
     upstreams' tests declare, let the query give one through them (keyinfer.py)."""
     try:
         fail_point("during_analysis")
-        analysis = _analyze(sql, unique_key, upstream_keys)
-        key = unique_key
-        if not analysis.key and tested_key and analysis.shape != "unparsed":
-            declared = _analyze(sql, tested_key)
-            if not declared.key_errors:
-                analysis = replace(declared, inferred_key=tuple(tested_key), key_source="tests")
-                key = tested_key
+        analysis = _analyze(sql, unique_key, upstream_keys, tested_key)
         try:
-            analysis = _split_for_replay(sql, key, analysis) or analysis
+            analysis = _split_for_replay(sql, unique_key, analysis) or analysis
         except Exception:  # noqa: BLE001 -- a defect of the split: the model as written
             pass
         _rehearse(analysis.replay_sql or sql, analysis)
@@ -226,7 +220,8 @@ def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
 
 
 def _analyze(sql: str, unique_key: Sequence[str],
-             upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
+             upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None,
+             tested_key: Sequence[str] = ()) -> Analysis:
     try:
         tree = st.parse(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
@@ -243,6 +238,9 @@ def _analyze(sql: str, unique_key: Sequence[str],
     normalized = tree.sql(dialect=DIALECT, normalize=True)
     inference = Inferred(upstream_keys or {})
     inferred = inference.key(tree)
+    key_source = "" if unique_key else "upstream tests" if inference.declared else "query"
+    if not unique_key and not inferred and tested_key and not key_errors(tree, tested_key):
+        inferred, key_source = tuple(tested_key), "tests"  # unless the query proves it wrong
     key = tuple(unique_key) or inferred
     paths: Tuple[kp.KeyPath, ...] = ()
     # Holds whichever upstream changes: no replay rule applies (key walk, delta, intermediate).
@@ -272,8 +270,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
         middle, middle_reason = _intermediate(tree, upstreams, key)
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
-                    key_source=("" if unique_key or not inferred
-                                else "upstream tests" if inference.declared else "query"),
+                    key_source=key_source if inferred else "",
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,

@@ -188,6 +188,8 @@ class _Walk:
         extended: Optional[exp.Select] = None
         unconditioned: Optional[exp.Select] = None
         flag: Optional[str] = None  # the output an IN / EXISTS of the change rows computes
+        membership = (_membership_on_path(child, self.on_path) if clause == "expressions"
+                      else None)
         windowed = st.own(select, exp.Window)
         if clause == "joins" and id(child.this) not in self.on_path and child.this is not self.start:
             raise NotIncremental("reads a changing upstream in a subquery in a JOIN condition")
@@ -203,8 +205,8 @@ class _Walk:
         elif clause == "where":
             self._through_predicate(select)
             alias, source_partial = None, set()
-        elif clause == "expressions" and _membership_on_path(child, self.on_path) is not None:
-            flag = self._through_membership(select, child)
+        elif membership is not None:
+            flag = self._through_membership(select, child, membership)
             alias, source_partial = None, set()
         else:
             where = {"expressions": "SELECT list", "having": "HAVING", "group": "GROUP BY",
@@ -300,7 +302,7 @@ class _Walk:
             conjunct.replace(conjunct.this)
             self.notes.append("NOT EXISTS read as EXISTS")
         elif isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.In):
-            conjunct.replace(self._not_in_bound(conjunct.this))
+            conjunct.replace(self._membership_bound(conjunct.this, "filters with NOT IN"))
             self.notes.append("NOT IN read as IN, or every row when a NULL changed")
         elif isinstance(conjunct, exp.In) and conjunct.args.get("query") is not None:
             if self.partial:
@@ -310,14 +312,13 @@ class _Walk:
                 "reads a changing upstream in a subquery inside a WHERE expression "
                 "(only IN, EXISTS and NOT EXISTS conjuncts can be bounded)")
 
-    def _through_membership(self, select: exp.Select, projection: exp.Expression) -> str:
+    def _through_membership(self, select: exp.Select, projection: exp.Expression,
+                            membership: exp.Expression) -> str:
         """`x IN (sub)` or `EXISTS (sub)` in a SELECT-list expression, the subquery over change
         rows: the outer rows whose value can change are the ones its WHERE bound selects (for
         IN the same bound as NOT IN's: its truth turns exactly where NOT IN's does), so that
         bound joins the SELECT's WHERE and the expression's output is partial. Returns that
         output's name."""
-        membership = _membership_on_path(projection, self.on_path)
-        assert membership is not None
         if st.own(select, exp.Window):
             raise NotIncremental("reads a changing upstream in an IN or EXISTS subquery of a "
                                  "SELECT list with window functions")
@@ -335,9 +336,6 @@ class _Walk:
         self.notes.append("the rows whose SELECT-list IN / EXISTS a change row can turn")
         index = next(i for i, p in enumerate(select.expressions) if p is projection)
         return _output_name(projection, index)
-
-    def _not_in_bound(self, predicate: exp.In) -> exp.Expression:
-        return self._membership_bound(predicate, "filters with NOT IN")
 
     def _membership_bound(self, predicate: exp.In, what: str) -> exp.Expression:
         """`x NOT IN (sub)`, the subquery over change rows: its truth for an outer row can change
