@@ -188,6 +188,16 @@ union all
 select 'product', product_id, sum(amount), count(*) from {{ source('raw', 'orders') }}
 group by product_id
 """, 4),
+    # A band join that may match several rows, both sides keyed by their sources' tests:
+    # keyed by the pair; the LEFT join is inner, its WHERE rejecting the NULL-extended rows,
+    # so a delta join. Recomputed in full before session 56 (no key).
+    Shape("s_pair_key", """
+{{ config(materialized='batch_refresh') }}
+select pay.id as payment_id, p.id as product_id, pay.amount, p.category
+from {{ source('raw', 'payments') }} pay
+left join {{ source('raw', 'products') }} p on pay.amount between p.price - 3 and p.price
+where p.category <> 'cat0'
+""", 60, "join"),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """
@@ -559,9 +569,11 @@ def change_rows(project: Any, versions_from: Dict[str, int], versions_to: Dict[s
 class TestShapeCatalogue:
     @pytest.fixture(scope="class")
     def models(self):
-        files = {"sources.yml": sources_yml(*TABLES).replace(
-            "- name: customers", "- name: customers\n        columns:\n          - name: id\n"
-            "            data_tests: [unique, not_null]")}
+        tested = "\n        columns:\n          - name: id\n            data_tests: [unique, not_null]"
+        sources = sources_yml(*TABLES)
+        for table in ("customers", "products", "payments"):
+            sources = sources.replace(f"- name: {table}", f"- name: {table}{tested}")
+        files = {"sources.yml": sources}
         files.update({f"{s.name}.sql": s.sql for s in SHAPES + [FALLBACK, TESTED_DUPES]})
         files["tested.yml"] = keys_yml(
             [s.name for s in SHAPES if s.name == "s_tested_key"] + [TESTED_DUPES.name])
@@ -636,7 +648,8 @@ class TestShapeCatalogue:
                             ("s_qualify_latest", "[partition recompute] "),
                             ("s_right_join_on_aggregate", "condition lost an aggregated value"),
                             ("s_tested_key", "unique_key: id (declared by the model's tests)"),
-                            ("s_upstream_key", "unique_key: id (inferred from the query and the keys its upstreams'")):
+                            ("s_upstream_key", "unique_key: id (inferred from the query and the keys its upstreams'"),
+                            ("s_pair_key", "unique_key: payment_id, product_id (inferred from the query and the keys its upstreams'")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

@@ -235,6 +235,34 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
         ("select c.id, o.amount from raw.orders o left join raw.customers c on c.id = o.cid", ()),
         ("select o.id from raw.orders o cross join raw.customers c", ()),
         ("select id from raw.events", ()),  # no declared key
+        # a join that may match several rows: the pair of both keys (inner, cross, comma)
+        ("select o.id as oid, c.id as cid from raw.orders o join raw.customers c "
+         "on o.amount between c.lo and c.hi", ("oid", "cid")),
+        ("select o.id as oid, c.id as cid from raw.orders o join raw.customers c "
+         "on o.amount <=> c.id", ("oid", "cid")),
+        ("select o.*, c.id as cid from raw.orders o cross join raw.customers c", ("id", "cid")),
+        ("select o.id as oid, c.id as cid from raw.orders o, raw.customers c "
+         "where c.region = o.region", ("oid", "cid")),
+        # a LEFT join whose NULL-extended rows the WHERE rejects is inner
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region where c.tier = 'gold'", ("oid", "cid")),
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region where c.tier is not null and o.amount > 3", ("oid", "cid")),
+        # not: NULL-extended rows kept (their key part NULL), a key part not projected, two
+        # parts under one name, a right or full join
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region", ()),
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region where coalesce(c.tier, 'x') = 'x'", ()),
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region where c.tier is null", ()),
+        ("select o.id as oid, c.region from raw.orders o join raw.customers c "
+         "on c.region = o.region", ()),
+        ("select o.id, c.id from raw.orders o join raw.customers c on c.region = o.region", ()),
+        ("select * from raw.orders o join raw.customers c on c.region = o.region", ()),
+        ("select o.id as oid, c.id as cid from raw.orders o full join raw.customers c "
+         "on c.region = o.region where c.tier = 'gold'", ()),
+        ("select o.id as oid, e.id as eid from raw.orders o join raw.events e on e.oid = o.id", ()),
         # a window over a tagged UNION ALL of keyed sources (the probe's p_window_over_union)
         ("select src, id, row_number() over (partition by src order by id) as rn from "
          "(select id, 'o' as src from raw.orders union all select id, 'c' as src "

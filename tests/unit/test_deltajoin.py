@@ -61,6 +61,22 @@ def test_a_null_supplying_side_without_an_equality_key_is_fixed(on):
     assert joined.fixed == {"raw.c"} and not joined.outer
 
 
+@pytest.mark.parametrize("where, fixed", [
+    ("c.tier = 'gold'", False),           # NULL-extended rows fail it: an inner join
+    ("c.tier is not null", False),
+    ("o.amount > c.lo and o.id > 3", False),
+    ("c.tier in ('a', 'b')", False),
+    ("c.tier is null", True),             # keeps exactly the NULL-extended rows
+    ("coalesce(c.tier, 'x') = 'x'", True),
+    ("o.amount in (c.lo, 1)", True),      # c's column only in IN's list
+    ("c.tier = 'gold' or o.id > 3", True),
+])
+def test_a_left_join_whose_where_drops_the_null_extended_rows_is_inner(where, fixed):
+    joined, _ = _derive(f"select o.id from raw.o o left join raw.c c "
+                        f"on o.amount between c.lo and c.hi where {where}")
+    assert (joined.fixed == {"raw.c"}) is fixed and not joined.outer
+
+
 def test_a_transition_term_restricts_the_preserved_rows_to_the_changed_join_keys():
     sql = ("select o.id, c.x from raw.o o left join raw.c c "
            "on o.cid + 1 = c.id and c.k = o.k and c.active where o.v > 0")

@@ -300,7 +300,9 @@ def _null_supplying(tree: exp.Expression) -> Tuple[List[str], Set[str]]:
             sides: List[List[exp.Expression]] = []
             if side in ("RIGHT", "FULL"):
                 sides.append(list(seen))
-            if side in ("LEFT", "FULL") or kind in ("SEMI", "ANTI"):
+            # a LEFT join whose NULL-extended rows the WHERE drops is an inner join
+            if (side == "FULL" or kind in ("SEMI", "ANTI") or side == "LEFT"
+                    and not st.rejects_nulls(select, join.this.alias_or_name)):
                 sides.append([join])
             for supplying in sides:
                 transitioned = _transitioned(supplying, join)

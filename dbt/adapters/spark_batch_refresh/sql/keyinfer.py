@@ -80,7 +80,10 @@ class Inferred:
         """The key of the relation `select` reads first, when each row of it makes at most
         one output row (a filter, a projection, a window or QUALIFY, joins that match at most
         one row: no GROUP BY, aggregate, DISTINCT, LATERAL VIEW or generator at this level)
-        and every key column comes out as a plain column (or through `*`)."""
+        and every key column comes out as a plain column (or through `*`). An inner join that
+        may match several rows adds its relation's key: each output row is one pair of
+        matched rows, so the pair of both keys is unique (a LEFT join counts as inner where
+        the WHERE rejects its NULL-extended rows)."""
         if (any(select.args.get(a) for a in ("laterals", "group", "distinct", "having"))
                 or st.generates_rows(select)):
             return ()
@@ -90,24 +93,24 @@ class Inferred:
         source = select.args.get("from_") or select.args.get("from")
         if source is None:
             return ()
-        key = self._relation_key(select, source.this)
-        joins = select.args.get("joins") or []
-        if not key or not all(self._at_most_one(select, j) for j in joins):
-            return ()
-        alias = source.this.alias_or_name.lower()
-        names = []
-        for column in key:
-            if any(p.is_star and (not isinstance(p, exp.Column) or p.table.lower() in ("", alias))
-                   for p in select.expressions):
-                names.append(column)
+        parts = [(source.this, self._relation_key(select, source.this))]
+        for join in select.args.get("joins") or []:
+            if self._at_most_one(select, join):
                 continue
-            out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
-                        and p.unalias().name.lower() == column.lower()
-                        and p.unalias().table.lower() in ("", alias)), None)
-            if out is None:
+            if not _pairs(select, join):
                 return ()
-            names.append(out.alias_or_name)
-        return tuple(names)
+            parts.append((join.this, self._relation_key(select, join.this)))
+        names: List[str] = []
+        for relation, key in parts:
+            alias = relation.alias_or_name.lower()
+            if not key or (len(parts) > 1 and not alias):
+                return ()
+            for column in key:
+                name = _output_name(select, alias, column, alone=len(parts) == 1)
+                if name is None:
+                    return ()
+                names.append(name)
+        return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
 
     def _relation_key(self, select: exp.Select, source: exp.Expression) -> Tuple[str, ...]:
         inner = _read_select(select, source)
@@ -151,6 +154,33 @@ class Inferred:
                                     for c in other.find_all(exp.Column))):
                     equated.add(mine.name.lower())
         return all(k.lower() in equated for k in key)
+
+
+def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Optional[str]:
+    """The output name of `alias`.`column`: a plain projection of it, or a `*` that covers
+    it (an unqualified one only where it is the one relation with a key part: with two, a
+    `*` would repeat the key's name). An unqualified column is this relation's: were it
+    another's too, Spark would refuse it as ambiguous."""
+    for p in select.expressions:
+        if p.is_star and (p.table.lower() == alias if isinstance(p, exp.Column) and p.table
+                          else alone):
+            return column
+    out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
+                and p.unalias().name.lower() == column.lower()
+                and p.unalias().table.lower() in ("", alias)), None)
+    return out.alias_or_name if out is not None else None
+
+
+def _pairs(select: exp.Select, join: exp.Join) -> bool:
+    """`join` keeps only matched pairs: an inner or cross join, or a LEFT join whose
+    NULL-extended rows the WHERE rejects (`where p.method = 'card'`)."""
+    kind = (join.args.get("kind") or "").upper()
+    side = (join.side or "").upper()
+    if kind not in ("", "INNER", "CROSS", "OUTER"):
+        return False
+    if side == "":
+        return kind != "OUTER"
+    return side == "LEFT" and st.rejects_nulls(select, join.this.alias_or_name)
 
 
 def infer_key(tree: exp.Expression,

@@ -257,6 +257,34 @@ def conjuncts(predicate: exp.Expression) -> List[exp.Expression]:
     return [predicate]
 
 
+_NULL_REJECTING = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
+                   exp.In, exp.Between)
+
+
+def rejects_nulls(select: exp.Select, alias: str) -> bool:
+    """A conjunct of the WHERE is NULL (so false) when `alias`'s columns are all NULL, as in
+    a LEFT join's NULL-extended rows: a comparison, IN, LIKE or BETWEEN with a column of
+    `alias` as an operand, or `alias.c IS NOT NULL`."""
+    where = select.args.get("where")
+    alias = alias.lower()
+    if where is None or not alias:
+        return False
+
+    def of_alias(e: Optional[exp.Expression]) -> bool:
+        return isinstance(e, exp.Column) and e.table.lower() == alias
+
+    for conjunct in conjuncts(where.this):
+        if isinstance(conjunct, exp.Not) and isinstance(conjunct.this, exp.Is):
+            if of_alias(conjunct.this.this) and isinstance(conjunct.this.expression, exp.Null):
+                return True
+        elif isinstance(conjunct, _NULL_REJECTING):
+            # IN's and BETWEEN's other operands are lists and bounds, not the tested value
+            if of_alias(conjunct.this) or (not isinstance(conjunct, (exp.In, exp.Between))
+                                           and of_alias(conjunct.expression)):
+                return True
+    return False
+
+
 EMPTIED = "batch_refresh_emptied"
 
 
