@@ -198,6 +198,14 @@ from {{ source('raw', 'payments') }} pay
 left join {{ source('raw', 'products') }} p on pay.amount between p.price - 3 and p.price
 where p.category <> 'cat0'
 """, 60, "join"),
+    # A LATERAL VIEW posexplode over a source keyed by its tests: keyed by (id, position),
+    # a row-wise replay. Recomputed in full on an update before session 56 (no key).
+    Shape("s_posexplode", """
+{{ config(materialized='batch_refresh') }}
+select p.id, pos, x from {{ source('raw', 'products') }} p
+lateral view posexplode(array(p.price, p.price * 2, p.price + 40)) t as pos, x
+where x > 20
+""", 3, "changes"),
     # Correlated scalar subqueries in the SELECT list, read as LEFT JOINs of their grouped
     # aggregates (decorrelate.py): recomputed in full on every refresh before session 53.
     Shape("s_scalar_in_select", """

@@ -263,6 +263,18 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
         ("select o.id as oid, c.id as cid from raw.orders o full join raw.customers c "
          "on c.region = o.region where c.tier = 'gold'", ()),
         ("select o.id as oid, e.id as eid from raw.orders o join raw.events e on e.oid = o.id", ()),
+        # a posexplode adds its position; not an explode (equal elements), an _outer one
+        # (an empty array's NULL position) or a position not projected
+        ("select o.id, pos, x from raw.orders o "
+         "lateral view posexplode(array(o.amount, o.amount * 2)) t as pos, x", ("id", "pos")),
+        ("select id, t.pos as i, col from raw.orders lateral view posexplode(arr) t",
+         ("id", "i")),
+        ("select o.id, p1, p2 from raw.orders o lateral view posexplode(o.a) t as p1, x "
+         "lateral view posexplode(o.b) u as p2, y", ("id", "p1", "p2")),
+        ("select o.id, x from raw.orders o lateral view explode(o.arr) t as x", ()),
+        ("select o.id, pos, x from raw.orders o lateral view outer posexplode(o.arr) t as pos, x",
+         ()),
+        ("select o.id, x from raw.orders o lateral view posexplode(o.arr) t as pos, x", ()),
         # a window over a tagged UNION ALL of keyed sources (the probe's p_window_over_union)
         ("select src, id, row_number() over (partition by src order by id) as rn from "
          "(select id, 'o' as src from raw.orders union all select id, 'c' as src "

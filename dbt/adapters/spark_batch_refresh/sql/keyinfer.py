@@ -83,9 +83,13 @@ class Inferred:
         and every key column comes out as a plain column (or through `*`). An inner join that
         may match several rows adds its relation's key: each output row is one pair of
         matched rows, so the pair of both keys is unique (a LEFT join counts as inner where
-        the WHERE rejects its NULL-extended rows)."""
-        if (any(select.args.get(a) for a in ("laterals", "group", "distinct", "having"))
+        the WHERE rejects its NULL-extended rows). A LATERAL VIEW posexplode adds its
+        position: one row per element."""
+        if (any(select.args.get(a) for a in ("group", "distinct", "having"))
                 or st.generates_rows(select)):
+            return ()
+        positions = _positions(select)
+        if positions is None:
             return ()
         if any(agg.find_ancestor(exp.Select, exp.Window) is select
                for agg in select.find_all(exp.AggFunc)):
@@ -110,6 +114,7 @@ class Inferred:
                 if name is None:
                     return ()
                 names.append(name)
+        names += positions
         return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
 
     def _relation_key(self, select: exp.Select, source: exp.Expression) -> Tuple[str, ...]:
@@ -154,6 +159,27 @@ class Inferred:
                                     for c in other.find_all(exp.Column))):
                     equated.add(mine.name.lower())
         return all(k.lower() in equated for k in key)
+
+
+def _positions(select: exp.Select) -> Optional[List[str]]:
+    """The output names of the positions of `select`'s LATERAL VIEWs, each a posexplode
+    (not _outer: an empty array's one row has a NULL position) whose position is projected
+    by name; None when a LATERAL VIEW is anything else (explode repeats equal elements)."""
+    names: List[str] = []
+    for lateral in select.args.get("laterals") or []:
+        alias = lateral.args.get("alias")
+        columns = alias.columns if alias is not None else []
+        if not isinstance(lateral.this, exp.Posexplode) or lateral.args.get("outer"):
+            return None
+        position = columns[0].name.lower() if columns else "pos"
+        table = alias.name.lower() if alias is not None else ""
+        out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
+                    and p.unalias().name.lower() == position
+                    and p.unalias().table.lower() in ("", table)), None)
+        if out is None:
+            return None
+        names.append(out.alias_or_name)
+    return names
 
 
 def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Optional[str]:
