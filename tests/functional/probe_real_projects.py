@@ -1,7 +1,8 @@
 """A probe of SQL written as dbt projects write it, under random upstream changes (not part of
 `make test`: run it by path, `PROBE_SEED=5 PROBE_STEPS=3 .venv/bin/python -m pytest
 tests/functional/probe_real_projects.py -s`, ~7 minutes). Every model must build and equal its SQL
-from scratch after every run; what each refresh did and why it fell back is printed."""
+from scratch after every run; what each refresh did and why it fell back is printed.
+PROBE_ONLY=q_,p_jaffle runs only the models whose names start so."""
 from __future__ import annotations
 
 import os
@@ -133,6 +134,77 @@ select coalesce(c.region, '?') as region, coalesce(p.category, '?') as category,
 from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
 join {{ source('raw', 'products') }} p on p.id = o.product_id
 where c.tier <> 'blocked' and o.status in ('paid', 'shipped') group by 1, 2"""
+
+# Session 56: more of what dbt projects write (SCD-style lead/lag, sessions from nested
+# windows, cohorts, a date spine, pivots by CASE, percentiles, weekly buckets, struct and map
+# columns, a correlated EXISTS in the SELECT list, a filter against a scalar subquery, shares
+# per partition, several count(distinct), a union of sources aggregated, HAVING count).
+PROBES.update({
+ "q_lead_lag": cfg() + f"""
+select id, customer_id, status, lead(id) over (partition by customer_id order by id) as next_order_id,
+       lag(amount) over (partition by customer_id order by id) as prev_amount
+from {O}""",
+ "q_sessions": cfg() + f"""
+with ordered as (
+  select id, customer_id, amount,
+    case when amount - lag(amount) over (partition by customer_id order by id) > 30 then 1 else 0 end as new_session
+  from {O}),
+sessions as (
+  select id, customer_id, sum(new_session) over (partition by customer_id order by id
+                                                 rows between unbounded preceding and current row) as session_no
+  from ordered)
+select customer_id, session_no, count(*) as n, min(id) as first_id from sessions group by customer_id, session_no""",
+ "q_cohort": cfg() + f"""
+with firsts as (select customer_id, min(id) as first_id from {O} group by customer_id)
+select f.first_id % 5 as cohort, o.status, count(distinct o.customer_id) as customers, sum(o.amount) as revenue
+from {O} o join firsts f on f.customer_id = o.customer_id
+group by 1, 2""",
+ "q_date_spine": cfg('day') + f"""
+with spine as (select cast(id as int) as day from range(0, 130)),
+daily as (select amount as day, count(*) as n from {O} where amount is not null group by amount)
+select s.day, coalesce(d.n, 0) as n from spine s left join daily d on d.day = s.day""",
+ "q_pivot_delta": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n" + f"""
+select customer_id,
+  sum(case when status = 'new' then 1 else 0 end) as new_orders,
+  sum(case when status = 'paid' then amount else 0 end) as paid_amount,
+  count(case when status = 'cancelled' then 1 end) as cancelled, count(*) as n
+from {O} group by customer_id""",
+ "q_percentiles": cfg() + f"""
+select product_id, percentile(amount, 0.5) as median_amount, percentile_approx(amount, 0.9) as p90,
+       stddev_pop(amount) as sd
+from {O} group by product_id""",
+ "q_weekly": cfg() + f"""
+with o as (select *, date_add(date'2024-01-01', cast(id % 60 as int)) as order_date from {O})
+select date_trunc('WEEK', order_date) as week, count(*) as n, sum(amount) as revenue from o group by 1""",
+ "q_struct_map": cfg() + f"""
+select id, named_struct('status', status, 'amount', amount) as info, map('amount', amount) as m,
+       array(customer_id, product_id) as refs
+from {O} where status <> 'cancelled'""",
+ "q_exists_case": cfg() + f"""
+select c.id, c.name,
+  case when exists (select 1 from {O} o where o.customer_id = c.id and o.status = 'paid')
+       then 'active' else 'inactive' end as state
+from {C} c""",
+ "q_above_avg": cfg() + f"""
+select id, amount from {O} where amount > (select avg(amount) from {O})""",
+ "q_share_in_customer": cfg() + f"""
+select id, customer_id, amount, amount / sum(amount) over (partition by customer_id) as share
+from {O} where amount is not null""",
+ "q_count_distincts": cfg() + f"""
+select customer_id, count(distinct product_id) as products, count(distinct status) as statuses,
+       count(distinct case when amount > 50 then product_id end) as big_products
+from {O} group by customer_id""",
+ "q_union_sources_agg": cfg() + f"""
+with u as (
+  select 'order' as src, customer_id, amount from {O}
+  union all
+  select 'payment', o.customer_id, p.amount from {P} p join {O} o on o.id = p.order_id)
+select customer_id, src, sum(amount) as s, count(*) as n from u group by customer_id, src""",
+ "q_having_count": cfg() + f"""
+select customer_id, count(*) as n from {O} group by customer_id having count(*) > 4""",
+})
+ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
+PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 
 
 class TestProbe:
