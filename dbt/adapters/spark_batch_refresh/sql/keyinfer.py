@@ -5,7 +5,8 @@ or the key of the relation a plain SELECT reads, passed through its filter and p
 (dbt's `with ... final as (...) select * from final`) and through joins that cannot repeat a
 row of it: an inner or left join whose ON equates every column of the joined relation's own
 key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
-customer_id). A physical relation's key is the one its dbt tests declare (`upstream_keys`,
+customer_id). A join that may repeat rows adds the joined relation's key (the pair of
+both keys), and a LATERAL VIEW posexplode its position. A physical relation's key is the one its dbt tests declare (`upstream_keys`,
 collected from the graph by the materialization): a key that rests on one is as good as those
 tests, so `Inferred.declared` says so, and the refresh treats such a key as it treats the
 model's own tests' key (NULL or repeated: the model refreshes without it).
@@ -79,8 +80,8 @@ class Inferred:
     def _passed(self, select: exp.Select) -> Tuple[str, ...]:
         """The key of the relation `select` reads first, when each row of it makes at most
         one output row (a filter, a projection, a window or QUALIFY, joins that match at most
-        one row: no GROUP BY, aggregate, DISTINCT, LATERAL VIEW or generator at this level)
-        and every key column comes out as a plain column (or through `*`). An inner join that
+        one row: no GROUP BY, aggregate, DISTINCT or generator in the SELECT list at this
+        level) and every key column comes out as a plain column (or through `*`). An inner join that
         may match several rows adds its relation's key: each output row is one pair of
         matched rows, so the pair of both keys is unique (a LEFT join counts as inner where
         the WHERE rejects its NULL-extended rows). A LATERAL VIEW posexplode adds its
