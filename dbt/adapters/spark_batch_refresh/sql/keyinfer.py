@@ -6,10 +6,11 @@ or the key of the relation a plain SELECT reads, passed through its filter and p
 row of it: an inner or left join whose ON equates every column of the joined relation's own
 key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
 customer_id). A join that may repeat rows adds the joined relation's key (the pair of
-both keys), and a LATERAL VIEW posexplode its position. A physical relation's key is the one its dbt tests declare (`upstream_keys`,
-collected from the graph by the materialization): a key that rests on one is as good as those
-tests, so `Inferred.declared` says so, and the refresh treats such a key as it treats the
-model's own tests' key (NULL or repeated: the model refreshes without it).
+both keys), and a LATERAL VIEW posexplode its position. A physical relation's key is the one
+its dbt tests declare (`upstream_keys`, collected from the graph by the materialization): a
+key that rests on one is as good as those tests, so `Inferred.declared` says so, and the
+refresh treats such a key as it treats the model's own tests' key (NULL or repeated: the
+model refreshes without it).
 """
 
 from __future__ import annotations
@@ -81,10 +82,10 @@ class Inferred:
         """The key of the relation `select` reads first, when each row of it makes at most
         one output row (a filter, a projection, a window or QUALIFY, joins that match at most
         one row: no GROUP BY, aggregate, DISTINCT or generator in the SELECT list at this
-        level) and every key column comes out as a plain column (or through `*`). An inner join that
-        may match several rows adds its relation's key: each output row is one pair of
-        matched rows, so the pair of both keys is unique (a LEFT join counts as inner where
-        the WHERE rejects its NULL-extended rows). A LATERAL VIEW posexplode adds its
+        level) and every key column comes out as a plain column (or through `*`). An inner
+        join that may match several rows adds its relation's key: each output row is one
+        pair of matched rows, so the pair of both keys is unique (a LEFT join counts as inner
+        where the WHERE rejects its NULL-extended rows). A LATERAL VIEW posexplode adds its
         position: one row per element."""
         if (any(select.args.get(a) for a in ("group", "distinct", "having"))
                 or st.generates_rows(select)):
