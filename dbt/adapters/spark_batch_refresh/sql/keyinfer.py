@@ -173,15 +173,20 @@ def _positions(select: exp.Select) -> Optional[List[str]]:
         columns = alias.columns if alias is not None else []
         if not isinstance(lateral.this, exp.Posexplode) or lateral.args.get("outer"):
             return None
-        position = columns[0].name.lower() if columns else "pos"
-        table = alias.name.lower() if alias is not None else ""
-        out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
-                    and p.unalias().name.lower() == position
-                    and p.unalias().table.lower() in ("", table)), None)
-        if out is None:
+        position = columns[0].name if columns else "pos"
+        name = _projected(select, alias.name.lower() if alias is not None else "", position)
+        if name is None:
             return None
-        names.append(out.alias_or_name)
+        names.append(name)
     return names
+
+
+def _projected(select: exp.Select, table: str, column: str) -> Optional[str]:
+    """The output name of a plain projection of `table`.`column` (or of the bare column)."""
+    out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
+                and p.unalias().name.lower() == column.lower()
+                and p.unalias().table.lower() in ("", table)), None)
+    return out.alias_or_name if out is not None else None
 
 
 def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Optional[str]:
@@ -193,10 +198,7 @@ def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Op
         if p.is_star and (p.table.lower() == alias if isinstance(p, exp.Column) and p.table
                           else alone):
             return column
-    out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
-                and p.unalias().name.lower() == column.lower()
-                and p.unalias().table.lower() in ("", alias)), None)
-    return out.alias_or_name if out is not None else None
+    return _projected(select, alias, column)
 
 
 def _pairs(select: exp.Select, join: exp.Join) -> bool:
