@@ -58,13 +58,14 @@ MODELS.update({
     # A replay gives a group key NULL (order 2 passes the filter and joins the NULL-region
     # customer): a NULL output key, whose recompute restricted to `key IN (...)` would stage
     # only a tombstone and delete the group. The key is inferred (the model sets none), so the
-    # refresh goes on without it, in full (it failed with "bad unique_key" before).
+    # refresh goes on with it matched null-safely (it failed with "bad unique_key" before,
+    # then recomputed in full without a key).
     "nullgroup.sql": "{{ config(materialized='batch_refresh') }}\n"
                      "select c.region, sum(o.amount) as amount "
                      "from {{ target.schema }}.ord_outer o join {{ target.schema }}.cust_outer c "
                      "on o.cust_id = c.id where o.amount <> 20 group by c.region\n",
     # The same join's NULL-region group from the first build: the backfill's inline check
-    # of the inferred key fails its write, and the model is built without the key.
+    # of the inferred key fails its write, and the model is built with the key null-safe.
     "nullgroup_first.sql": "{{ config(materialized='batch_refresh') }}\n"
                            "select c.region, sum(o.amount) as amount "
                            "from {{ target.schema }}.ord_outer o join {{ target.schema }}.cust_outer c "
@@ -258,13 +259,14 @@ class TestWorldMoves:
         # a NULL affected key of an outer join is no NULL output key
         assert actions(project, "outer") == ["backfill", "replay"]
         assert_contract(project, "outer")
-        # a NULL group key that appears in a replay: the inferred key is dropped, the
-        # refresh recomputes in full and keeps the NULL group
+        # a NULL group key that appears in a replay: the inferred key is kept, matched
+        # null-safely (the NULL group is a key like any other), and the refresh replays
         assert "batch_refresh model 'nullgroup': bad unique_key" not in output
-        assert actions(project, "nullgroup") == ["backfill", "full"]
+        assert actions(project, "nullgroup") == ["backfill", "replay"]
+        assert history(project, "nullgroup")[-1]["mode"] == "incremental"
         assert_contract(project, "nullgroup")
-        (first,) = history(project, "nullgroup_first")[:1]
-        assert first["action"] == "backfill" and "is NULL in some" in first["reason"], first
+        # the same from the first build: built with the NULL group, then replayed
+        assert actions(project, "nullgroup_first") == ["backfill", "replay"]
         assert_contract(project, "nullgroup_first")
         # a key collision in any chunk fails before the first chunk: target untouched, no
         # lease left, and fixing the upstream lets the next run through

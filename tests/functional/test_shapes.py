@@ -274,6 +274,15 @@ left join {{ source('raw', 'orders') }} o on o.customer_id = c.id
 where c.region is not null
 group by c.region
 """, 4),
+    # NULL groups (a customer of no region, a product of no category): the inferred key is
+    # matched null-safely once one is found, through both joins' changes.
+    Shape("s_null_groups", """
+{{ config(materialized='batch_refresh') }}
+select c.region, p.category, count(*) as n, sum(o.amount) as amount
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+join {{ source('raw', 'products') }} p on p.id = o.product_id
+where c.tier <> 'blocked' group by c.region, p.category
+""", 10),
     # GROUP BY ALL: the key is inferred from the groups it stands for.
     Shape("s_distinct_buyers", """
 {{ config(materialized='batch_refresh') }}

@@ -219,6 +219,22 @@ def test_tested_key_used_only_where_nothing_else_gives_one():
     assert dropped.key == () and "its tests declare (id)" in dropped.incremental_reason
 
 
+def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
+    grouped = sa.analyze("select k, count(*) as n from s.t group by k")
+    assert sa.keyless_if_null(grouped, (), null_seen=False) == (grouped, False, False)
+    # a NULL group: GROUP BY puts every NULL in one group, unique under <=>
+    assert sa.keyless_if_null(grouped, (), null_seen=True) == (grouped, False, True)
+    # repeated even so: dropped
+    kept, keyless, null_safe = sa.keyless_if_null(grouped, (), null_seen=True, drop=True)
+    assert kept.key == () and keyless and not null_safe and "repeats" in kept.incremental_reason
+    # a key the tests declare (dbt's `unique` passes any number of NULLs): dropped
+    tested = sa.analyze("select o.id, c.region from s.o o join s.c c on c.id = o.cid", (), ("id",))
+    kept, keyless, null_safe = sa.keyless_if_null(tested, (), null_seen=True)
+    assert kept.key == () and keyless and not null_safe
+    # a configured key is the user's: never changed here
+    assert sa.keyless_if_null(grouped, ("k",), null_seen=True) == (grouped, False, False)
+
+
 @pytest.mark.parametrize(
     "sql, key",
     [

@@ -42,3 +42,10 @@ def test_key_read_is_ordered_and_bounded():
     sql = dk.keys_sql("_br_staging_x", ["id", "d"])
     assert "CAST(_br_k_0 AS STRING) AS _br_t0, CAST(_br_k_1 AS STRING) AS _br_t1" in sql
     assert sql.endswith(f"ORDER BY _br_k_0 LIMIT {dk.DRIVER_KEYS_MAX_ROWS + 1}")
+
+
+def test_a_null_safe_key_counts_its_null_as_a_key():
+    rows = [row(None), row("3", had_old=True), row("5", present=None, had_old=True)]
+    found = dk.quality(rows, 1, ranged=False, top=False, null_safe=True)
+    assert found["distinct_keys"] == 3 and found["staged"] == 3
+    assert dk.quality(rows, 1, ranged=False, top=False)["distinct_keys"] == 2

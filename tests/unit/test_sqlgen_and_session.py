@@ -304,3 +304,22 @@ def test_a_replace_using_commit_counts_its_rows_from_its_metrics():
     result = RefreshResult("replay", "", "incremental")
     count_committed({"numOutputRows": "3"}, result)  # a blind INSERT
     assert (result.rows_inserted, result.rows_updated, result.rows_deleted) == (3, 0, 0)
+
+
+def test_a_null_safe_key_is_matched_by_null_safe_equality_everywhere():
+    # a NULL group (config.nullable_key): its NULL key meets the NULL affected key and the
+    # target's NULL row, counts as a distinct key, and passes the backfill's inline check
+    affected = sqlgen.staging_affected("SELECT g, n FROM s.t", "_keys", ["g", "h"], null_safe=True)
+    assert ("WHERE EXISTS (SELECT 1 FROM _br_affected _br_x WHERE _br_x.`g` <=> _br_m.`g` AND "
+            "_br_x.`h` <=> _br_m.`h`)") in affected and " IN (" not in affected
+    assert "count(DISTINCT struct(_br_k_0, _br_k_1)) AS distinct_keys" in sqlgen.key_quality(
+        "st", ["g", "h"], null_safe=True)
+    assert "count(DISTINCT _br_k_0, _br_k_1)" in sqlgen.key_quality("st", ["g", "h"])
+    assert "IS NOT NULL" not in sqlgen.backfill_checked("SELECT g FROM s.t", ["g"], ["g"], True)
+    assert "`g` IS NOT NULL AND _br_n = 1" in sqlgen.backfill_checked(
+        "SELECT g FROM s.t", ["g"], ["g"])
+    merge = sqlgen.merge_staging("s.t", "st", ["g"], ["g", "n"], delete_missing=True,
+                                 null_safe=True)
+    assert "ON t.`g` <=> s._br_k_0\n" in merge and "WHEN NOT MATCHED BY SOURCE" in merge
+    assert "ON t.`g` <=> s._br_k_0 " in sqlgen.new_key_collisions("s.t", "st", ["g"],
+                                                                  null_safe=True)

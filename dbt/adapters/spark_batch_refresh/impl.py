@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
-
+from dataclasses import replace
 from importlib import import_module
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Set, Tuple
 
 import agate
 from dbt.adapters.base.impl import AdapterTrackingRelationInfo
@@ -425,7 +425,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             consumed = {u: p.version for u, p in last.pinned.items()}
             phase = "idle" if last.complete else f"merging {last.chunk}/{last.chunks} (resumable)"
             # as the next refresh plans it
-            analysis, _ = keyless_if_null(analysis, config.unique_key, last.null_key)
+            analysis, _, null_safe = keyless_if_null(analysis, config.unique_key, last.null_key)
+            config = replace(config, nullable_key=null_safe)
         upstreams = []
         for name in analysis.upstreams:
             try:

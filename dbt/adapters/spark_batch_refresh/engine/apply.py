@@ -124,6 +124,8 @@ class Applier:
         types checked once per staging (guard() and the write ask alike)."""
         if not (self._replace_using and upsertable(staged, chunks, config.unique_key)):
             return False
+        if config.nullable_key:
+            return False  # whether `replaceUsing` matches a NULL key is not Delta's contract
         if staged.frame_fits is None:
             staged.frame_fits = self._frame_fits(req, staged)
         return staged.frame_fits
@@ -262,7 +264,7 @@ class Applier:
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
             guard_new_keys=staged.from_changes,
             unordered=_unordered(staged),
-            key_range=staged.key_range)
+            key_range=staged.key_range, null_safe=config.nullable_key)
         with _refusing_collisions(req, config, "this merge was not applied"):
             merged = self._fetch(merge)
         return merge_counts(merged)
@@ -305,7 +307,8 @@ class Applier:
         if not config.unique_key or not staged.from_changes:
             return
         found = self._fetch(sqlgen.new_key_collisions(
-            req.target, staged.source, config.unique_key, staged.new_range or staged.key_range))
+            req.target, staged.source, config.unique_key, staged.new_range or staged.key_range,
+            null_safe=config.nullable_key))
         if found and int(found[0]["collisions"]):
             raise _collision(req, config, "the target was not touched")
 

@@ -47,16 +47,17 @@ def keys_sql(staging: str, unique_key: Sequence[str]) -> str:
 
 
 def quality(rows: Sequence[Mapping[str, Any]], key_columns: int, ranged: bool,
-            top: bool) -> Dict[str, Any]:
+            top: bool, null_safe: bool = False) -> Dict[str, Any]:
     """What sqlgen.key_quality computes over a changes-only staging (`from_changes`), from its
-    key rows as keys_sql returns them: the same names, counts and bounds as text."""
+    key rows as keys_sql returns them: the same names, counts and bounds as text (`null_safe`:
+    a key with a NULL among the distinct keys too)."""
     keys = [tuple(r[text_alias(i)] for i in range(key_columns)) for r in rows]
     present = [r[PRESENT] is not None for r in rows]
     new = [p and r[HAD_OLD] is None for p, r in zip(present, rows)]
     any_null = [any(v is None for v in k) for k in keys]
     found: Dict[str, Any] = {
         "staged": len(rows),
-        "distinct_keys": len({k for k, n in zip(keys, any_null) if not n}),
+        "distinct_keys": len({k for k, n in zip(keys, any_null) if null_safe or not n}),
         "null_keys": sum(1 for p, n in zip(present, any_null) if p and n),
         "null_any": sum(any_null),
         "tombstones": sum(1 for p in present if not p),

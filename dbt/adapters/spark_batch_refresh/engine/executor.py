@@ -75,7 +75,7 @@ class _Run:
     clock: Optional[datetime] = None  # measuring_time() at the start, for the next estimate
     prep_s: Optional[float] = None  # seconds from `clock` to the staging
     inferred_key: bool = False  # the key is inferred from the query, not configured
-    null_key: bool = False  # keyless: the inferred key was found NULL (see refresh)
+    null_key: bool = False  # the inferred key was found NULL: matched null-safely or dropped
     committed: bool = False  # a commit of this refresh is in the target's log
     ceiling: Optional[KeyTop] = None  # the target's key ceiling before the write (_ceiling)
     ceiling_read: bool = False
@@ -134,24 +134,36 @@ class _Run:
         return self.staged.top_key if self.staged is not None and self.staged.inline else None
 
     def single_key(self) -> Optional[KeyType]:
+        """The key a ceiling is kept for (plan/key_top.py); none for a null-safe key, which a
+        ceiling cannot bound (a NULL is above nothing)."""
+        if self.config.nullable_key:
+            return None
         return single_key(self.config.unique_key, self.columns)
 
 
 InsertedKeyMax = Callable[[str, int, str], Optional[str]]  # (target, version, column)
 
 
-def _drops_key(exc: BatchRefreshUserError, analysis: sa.Analysis) -> bool:
-    """A key that is not configured proved bad: the refresh goes on without it. One inferred
-    from the query alone is unique by construction, so only NULL (a NULL group) drops it; one
-    that rests on dbt tests (the model's or its upstreams') may also repeat."""
+def _key_retry(exc: BatchRefreshUserError, analysis: sa.Analysis,
+               null_safe: bool) -> Optional["_InferredKeyNull"]:
+    """How a refresh whose key is not configured plans again when the key proved bad, or None
+    (the error stands). One inferred from the query alone is unique by construction, so a NULL
+    (a NULL group) makes it null-safe, and only a repeat under `<=>` drops it; one that rests
+    on dbt tests (the model's or its upstreams') is dropped on a NULL or a repeat."""
     if analysis.key_source in ("tests", "upstream tests"):
-        return isinstance(exc, BadKeyError)
-    return isinstance(exc, NullKeyError)
+        return _InferredKeyNull(null_safe=False) if isinstance(exc, BadKeyError) else None
+    if isinstance(exc, NullKeyError) and not null_safe:
+        return _InferredKeyNull(null_safe=True)
+    return _InferredKeyNull(null_safe=False) if null_safe and isinstance(exc, BadKeyError) else None
 
 
 class _InferredKeyNull(Exception):
-    """A key that is not configured proved bad in the staged rows (_drops_key): plan again
-    without it."""
+    """A key that is not configured proved bad in the staged rows (_key_retry): plan again
+    with it matched null-safely, or without it."""
+
+    def __init__(self, null_safe: bool) -> None:
+        super().__init__("null-safe" if null_safe else "keyless")
+        self.null_safe = null_safe
 
 
 class Refresher:
@@ -186,28 +198,30 @@ class Refresher:
                          f"{', '.join(views)}")
             req = replace(req, sql=sql)
         waiter = LeaseWait(config.lease_wait_s)
-        infer = True
+        infer, nulls = True, False
         while True:
             try:
-                return self._refresh(req, config, waiter, infer)
+                return self._refresh(req, config, waiter, infer, nulls)
             except LeaseFreed:
                 continue  # the lease we waited for is free: plan again from the target's log
-            except _InferredKeyNull:
-                infer = False  # plan again without the key; nothing was written
+            except _InferredKeyNull as retry:
+                # Plan again, the key null-safe or dropped; nothing was written.
+                nulls, infer = (True, True) if retry.null_safe else (nulls, False)
 
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
-                 waiter: LeaseWait, infer: bool = True) -> RefreshResult:
+                 waiter: LeaseWait, infer: bool = True, nulls: bool = False) -> RefreshResult:
         now, clock = current_time(), measuring_time()
         analysis = sa.analyze(req.sql, config.unique_key, config.tested_key,
                               config.upstream_keys)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
-        analysis, keyless = sa.keyless_if_null(analysis, config.unique_key, null_seen=(
-            not infer or (log.last is not None and log.last.null_key and not req.full_refresh)))
+        analysis, keyless, null_safe = sa.keyless_if_null(
+            analysis, config.unique_key, drop=not infer, null_seen=nulls or (
+                log.last is not None and log.last.null_key and not req.full_refresh))
         inferred = bool(analysis.key) and not config.unique_key
         # From here on the key is the configured one or the one inferred from GROUP BY.
-        config = replace(config, unique_key=analysis.key)
+        config = replace(config, unique_key=analysis.key, nullable_key=null_safe)
         if analysis.replay_sql is not None:
             req = replace(req, sql=analysis.replay_sql)  # same rows; the form that replays
         store = StateStore(req.state_schema, self._fetch, self._run)
@@ -257,7 +271,7 @@ class Refresher:
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
                    uuid.uuid4().hex[:12], memory=memory, clock=clock, inferred_key=inferred,
-                   null_key=keyless)
+                   null_key=keyless or null_safe)
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
 
@@ -377,8 +391,10 @@ class Refresher:
             raise
         except BatchRefreshUserError as exc:
             self._drop(run)
-            if run.inferred_key and not run.committed and _drops_key(exc, run.analysis):
-                raise _InferredKeyNull() from exc
+            retry = (_key_retry(exc, run.analysis, run.config.nullable_key)
+                     if run.inferred_key and not run.committed else None)
+            if retry is not None:
+                raise retry from exc
             self._recorder.add(Outcome(req.state_schema, req.model_id, req.target, current_time(),
                                  error=str(exc).splitlines()[0]))
             raise
@@ -498,7 +514,7 @@ class Refresher:
                                        refresh=run.refresh, previous_plan=run.previous_plan)
         model = self._stager.whole_model(req.sql, run.analysis, plan, run.columns, agg_run)
         select = sqlgen.backfill_checked(model, [c for c, _ in run.columns],
-                                         run.config.unique_key)
+                                         run.config.unique_key, run.config.nullable_key)
         return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
                       top_key=key, inline=True, direct=True)
 

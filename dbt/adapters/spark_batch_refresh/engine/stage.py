@@ -185,7 +185,8 @@ class Stager:
                 # sidecar is advanced, the touched groups recomputed from the upstreams.
                 extra += upkept.views
                 strategy = Strategy.AFFECTED_KEYS
-                select = (sqlgen.staging_affected(model_sql, upkept.state, config.unique_key)
+                select = (sqlgen.staging_affected(model_sql, upkept.state, config.unique_key,
+                                                  config.nullable_key)
                           if config.unique_key else sqlgen.staging_full(model_sql, ()))
             elif upkept is None:  # recomputed: the affected groups, or an intermediate's model
                 strategy = (Strategy.AFFECTED_KEYS if strategy is Strategy.DELTA_AGGREGATE
@@ -198,14 +199,16 @@ class Stager:
                     rows = delta.model_over(delta.in_touched_partitions(upkept.whole,
                                                                         upkept.state))
                     select = sqlgen.staging_affected(rows, delta.partition_keys(
-                        rows, target, upkept.state, config.unique_key), config.unique_key)
+                        rows, target, upkept.state, config.unique_key), config.unique_key,
+                        config.nullable_key)
                     partial = True
                 elif delta.outer_keys_sql is not None and config.unique_key and upkept.before:
                     # An aggregate of the aggregate: the outer groups the touched groups' rows
                     # fall in, before and after, recomputed over the whole state, by key.
                     select = sqlgen.staging_affected(
                         delta.model_over(upkept.whole),
-                        delta.touched_outer_keys(upkept.before, upkept.state), config.unique_key)
+                        delta.touched_outer_keys(upkept.before, upkept.state), config.unique_key,
+                        config.nullable_key)
                     partial = True
                 else:
                     # The rest of the model over every group's new state, merged as a
@@ -215,7 +218,8 @@ class Stager:
             else:
                 extra += upkept.views
                 rows = delta.output_over(upkept.state)  # type: ignore[union-attr]
-                select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key)
+                select = (sqlgen.staging_affected(rows, upkept.state, config.unique_key,
+                                                  config.nullable_key)
                           if config.unique_key else sqlgen.staging_full(rows, ()))
         elif delta is not None and agg_run is not None and strategy not in REPLAY_RULES:
             model_sql = self._built(delta, agg_run, pinned, model_columns, model_sql)
@@ -229,7 +233,8 @@ class Stager:
             # once per changed scan plus the model again grows past what Spark plans quickly.
             self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
             extra.append(keys)
-            select = sqlgen.staging_affected(model_sql, keys, config.unique_key)
+            select = sqlgen.staging_affected(model_sql, keys, config.unique_key,
+                                             config.nullable_key)
         elif select is None:  # backfill, full recompute (an intermediate's sidecar rebuilt)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
@@ -250,7 +255,7 @@ class Stager:
         if config.unique_key:
             self._check_keys(model, config, staged, model_columns,
                              bounds=strategy is not Strategy.BACKFILL,
-                             model_sql=model_sql if strategy is Strategy.AFFECTED_KEYS else None,
+                             model_sql=model_sql if staged.whole_keys else None,
                              key_rows=key_rows)
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
@@ -332,24 +337,30 @@ class Stager:
         """NULL or duplicate keys fail the run here, before the target is touched; the same
         scan gives the key range the MERGE prunes target files by.
 
-        A recompute restricted to `key IN (affected keys)` never stages a row whose key is
-        NULL, so an affected NULL key shows only as a tombstone. It is one (an outer join's
+        A recompute restricted to `key IN (affected keys)` (every whole-keys staging: affected
+        keys, a delta aggregate's or an intermediate's touched groups) never stages a row
+        whose key is NULL, so an affected NULL key shows only as a tombstone. It is one (an outer join's
         NULL-supplying side changed under a filtered key) unless the model has a row with a
         NULL key, which only the model itself can tell: asked only when such a tombstone
-        exists, since merging it would delete that row's group from the target."""
+        exists, since merging it would delete that row's group from the target. A null-safe
+        key (config.nullable_key) is restricted by `<=>`: its NULL is a key like any other,
+        counted among the distinct keys, and no problem."""
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         first_type = key_types.get(config.unique_key[0].lower())
-        ranged = bounds and first_type in _RANGE_TYPES
-        top_key = single_key(config.unique_key, model_columns)
+        null_safe = config.nullable_key
+        # A null-safe key has no literal range nor ceiling: both leave its NULL key out.
+        ranged = bounds and first_type in _RANGE_TYPES and not null_safe
+        top_key = None if null_safe else single_key(config.unique_key, model_columns)
         if key_rows is not None:  # a changes-only staging's keys, read by stage()
             quality = driver_keys.quality(key_rows, len(config.unique_key), ranged,
-                                          top=top_key is not None)
+                                          top=top_key is not None, null_safe=null_safe)
             if len(config.unique_key) == 1:
                 staged.replace_keys = driver_keys.listed(key_rows)
         else:
             quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
                                                      staged.from_changes,
-                                                     top=top_key is not None))[0]
+                                                     top=top_key is not None,
+                                                     null_safe=null_safe))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
@@ -371,12 +382,14 @@ class Stager:
                                     sqlgen.typed_lit(quality["new_max"], kind))
         key = ", ".join(config.unique_key)
         problems = []
-        null_keys = int(quality["null_keys"])
-        if not null_keys and model_sql is not None and int(quality["null_any"]):
+        null_keys = 0 if null_safe else int(quality["null_keys"])
+        if not null_safe and not null_keys and model_sql is not None and int(quality["null_any"]):
             null_keys = int(self._fetch(sqlgen.null_key_rows(model_sql, config.unique_key))[0]["n"])
         if null_keys:
             problems.append(f"{null_keys} output rows have a NULL in unique_key ({key}).")
-        if int(quality["staged"]) - int(quality["null_any"]) != int(quality["distinct_keys"]):
+        # Outside a null-safe key a key with a NULL is not among the distinct keys.
+        keyed = int(quality["staged"]) - (0 if null_safe else int(quality["null_any"]))
+        if keyed != int(quality["distinct_keys"]):
             examples = self._fetch(sqlgen.duplicate_examples(staged.source, config.unique_key))
             shown = "; ".join(
                 "(" + ", ".join(str(v) for k, v in ex.items() if k != "n") + f") x{ex['n']}"

@@ -78,6 +78,10 @@ class BatchRefreshConfig:
     # pass through. Not result-shaping configs: the rows are the same.
     tested_key: Tuple[str, ...] = ()
     upstream_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    # Not a config either: set by the executor where the key inferred from the query was found
+    # NULL (a NULL group). NULL is then one key value like any other: every match of a key
+    # is null-safe (`<=>`), and the writes that cannot match a NULL key are not used.
+    nullable_key: bool = False
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
         """Configs that change what the model's rows are (a change means a rebuild)."""

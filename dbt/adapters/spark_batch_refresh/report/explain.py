@@ -111,6 +111,9 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     elif analysis.key and analysis.key_source == "upstream tests":
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query and "
                      f"the keys its upstreams' tests declare)")
+    elif analysis.key and config.nullable_key:
+        lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query; NULL "
+                     f"in some rows, a group of its own: matched null-safely)")
     elif analysis.key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query)")
     else:

@@ -491,14 +491,21 @@ def _output_select(tree: exp.Expression) -> Optional[exp.Select]:
     return tree if isinstance(tree, exp.Select) else None
 
 
-def keyless_if_null(analysis: Analysis, unique_key: Sequence[str],
-                    null_seen: bool) -> Tuple[Analysis, bool]:
-    """The analysis a refresh plans with, and whether it goes keyless: a key inferred from the
-    query (none configured) that was found NULL, in this run or in a refresh since the last
-    --full-refresh, is dropped."""
-    if null_seen and not unique_key and analysis.key:
-        return without_inferred_key(analysis), True
-    return analysis, False
+def keyless_if_null(analysis: Analysis, unique_key: Sequence[str], null_seen: bool,
+                    drop: bool = False) -> Tuple[Analysis, bool, bool]:
+    """The analysis a refresh plans with, whether it goes keyless, and whether its key is
+    matched null-safely (NULL one key value like any other).
+
+    A key inferred from the query alone (none configured) that was found NULL, in this run or
+    in a refresh since the last --full-refresh, is kept and matched null-safely: GROUP BY,
+    DISTINCT and PARTITION BY put every NULL in one group, so the key is unique under `<=>`.
+    One that rests on dbt tests is dropped (dbt's `unique` test passes any number of NULLs),
+    as is any inferred key with `drop` (it repeated in the output even so)."""
+    if unique_key or not analysis.key:
+        return analysis, False, False
+    if drop or (null_seen and analysis.key_source != "query"):
+        return without_inferred_key(analysis), True, False
+    return analysis, False, null_seen
 
 
 _KEY_SOURCES = {"tests": "its tests declare",
@@ -516,10 +523,9 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
             f"NULL or repeated in some output rows; set unique_key to columns that identify "
             f"one row to replay; without one it tries that key again after a --full-refresh"
             if analysis.key_source in _KEY_SOURCES else
-            f"has no unique_key, and the one inferred from the query ({key}) is NULL in some "
-            f"output rows (a NULL group); set unique_key to columns that are never NULL (e.g. "
-            f"coalesce({analysis.key[0]}, ...)) to replay; without one it tries the inferred "
-            f"key again after a --full-refresh"))
+            f"has no unique_key, and the one inferred from the query ({key}) repeats in some "
+            f"output rows; set unique_key to columns that identify one row to replay; without "
+            f"one it tries the inferred key again after a --full-refresh"))
 
 
 def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:

@@ -66,19 +66,25 @@ def _keys_out(unique_key: Sequence[str], alias: str) -> str:
     return ", ".join(f"{alias}.{q(k)} AS {a}" for k, a in zip(unique_key, key_aliases(unique_key)))
 
 
-def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[str]) -> str:
+def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[str],
+                     null_safe: bool = False) -> str:
     """Recomputed rows for the affected keys, plus a tombstone for each key left with no row.
 
     `keys_relation` holds the affected keys, computed beforehand so this plan stays the size
     of one model. The key restriction is an IN-subquery on the model's output; Spark turns it
-    into a left-semi join and pushes it below projections, filters and grouping keys.
+    into a left-semi join and pushes it below projections, filters and grouping keys. A
+    `null_safe` key (a NULL group, config.nullable_key) is restricted by an EXISTS on `<=>`
+    instead, the same semi join, where a NULL key meets the NULL affected key (IN never does).
     """
     cols = ", ".join(q(k) for k in unique_key)
     tuple_cols = f"({cols})" if len(unique_key) > 1 else cols
+    restrict = (f"EXISTS (SELECT 1 FROM _br_affected _br_x WHERE "
+                f"{keys_match(unique_key, '_br_x', '_br_m')})" if null_safe else
+                f"{tuple_cols} IN (SELECT {cols} FROM _br_affected)")
     return (
         f"WITH _br_affected AS (SELECT {cols} FROM {keys_relation}),\n"
         f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
-        f"  WHERE {tuple_cols} IN (SELECT {cols} FROM _br_affected)\n)\n"
+        f"  WHERE {restrict}\n)\n"
         f"SELECT _br_r.*, {_keys_out(unique_key, '_br_a')}\n"
         f"FROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON "
         f"{keys_match(unique_key, '_br_a', '_br_r')}"
@@ -135,8 +141,9 @@ def _staging_by_key(columns: Sequence[str], unique_key: Sequence[str]) -> str:
 
 
 def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False,
-                from_changes: bool = False, top: bool = False) -> str:
-    """Row, distinct-key, NULL-key and tombstone counts of staging in one scan; with
+                from_changes: bool = False, top: bool = False, null_safe: bool = False) -> str:
+    """Row, distinct-key, NULL-key and tombstone counts of staging in one scan (`null_safe`:
+    a key with a NULL counted as a distinct key too, NULL its own value); with
     `key_range`, also the min and max of its first key column as text; with `from_changes`
     (a staging that marks keys with an old row), the count of new keys, and with `key_range`
     their min and max (the target files the new-key check must read); with `top`, the largest
@@ -153,8 +160,10 @@ def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False
         if key_range:
             bounds += (f", CAST(min(CASE WHEN {new} THEN {aliases[0]} END) AS STRING) AS new_min, "
                        f"CAST(max(CASE WHEN {new} THEN {aliases[0]} END) AS STRING) AS new_max")
+    # count(DISTINCT a, b) skips a key with a NULL; the struct of them is never NULL.
+    distinct = f"struct({', '.join(aliases)})" if null_safe else ", ".join(aliases)
     return (
-        f"SELECT count(*) AS staged, count(DISTINCT {', '.join(aliases)}) AS distinct_keys, "
+        f"SELECT count(*) AS staged, count(DISTINCT {distinct}) AS distinct_keys, "
         # A tombstone's key may be NULL (an outer join's NULL-supplying side changed under a
         # filtered key): not an output row, so not a NULL key, but outside count(DISTINCT).
         f"coalesce(sum(CASE WHEN ({null_test}) AND {PRESENT} THEN 1 ELSE 0 END), 0) AS null_keys, "
@@ -175,13 +184,15 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
     return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"])
 
 
-def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str]) -> str:
+def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str],
+                     null_safe: bool = False) -> str:
     """Every row of the model with the key checks of a staged backfill inline: no key column
-    NULL, each key once. Any other row fails the statement with INLINE_CHECK_MARKER before the
+    NULL (but for a `null_safe` key, whose NULL is one more value), each key once. Any other row fails the statement with INLINE_CHECK_MARKER before the
     write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
     when its projection has a generator (`explode(collect_list(v))`), so it is not taken on
     trust; the count is a shuffle of the model's output, small where the key is a GROUP BY's."""
-    return _checked(model_sql, columns, unique_key, [f"{q(k)} IS NOT NULL" for k in unique_key])
+    return _checked(model_sql, columns, unique_key,
+                    [] if null_safe else [f"{q(k)} IS NOT NULL" for k in unique_key])
 
 
 def _checked(body: str, columns: Sequence[str], unique_key: Sequence[str],
@@ -236,10 +247,15 @@ def chunk_predicate(unique_key: Sequence[str], chunks: int, chunk: int, alias: s
     return f"pmod(xxhash64({cols}), {chunks}) = {chunk - 1}"
 
 
-def _target_match(unique_key: Sequence[str], key_range: Optional[tuple[str, str]]) -> str:
-    """How a staged row (s) meets its target row (t): the key, plus the staged key range as
-    target-only literals when given (Delta prunes target files by those alone)."""
-    on = " AND ".join(f"t.{q(k)} = s.{a}" for k, a in zip(unique_key, key_aliases(unique_key)))
+def _target_match(unique_key: Sequence[str], key_range: Optional[tuple[str, str]],
+                  null_safe: bool = False) -> str:
+    """How a staged row (s) meets its target row (t): the key (`null_safe`: by `<=>`, a NULL
+    key meeting the NULL key), plus the staged key range as target-only literals when given
+    (Delta prunes target files by those alone; a null-safe key has none: the range of its
+    non-NULL values would leave out its NULL key's rows)."""
+    equals = "<=>" if null_safe else "="
+    on = " AND ".join(f"t.{q(k)} {equals} s.{a}"
+                      for k, a in zip(unique_key, key_aliases(unique_key)))
     if key_range is not None:  # of the first key column
         on += f" AND t.{q(unique_key[0])} BETWEEN {key_range[0]} AND {key_range[1]}"
     return on
@@ -255,6 +271,7 @@ def merge_staging(
     guard_new_keys: bool = False,
     unordered: Iterable[str] = (),
     key_range: Optional[tuple[str, str]] = None,
+    null_safe: bool = False,
 ) -> str:
     """Apply staging: delete tombstones, update only rows whose values changed, insert new.
 
@@ -267,8 +284,9 @@ def merge_staging(
     can only over-report a change (an equal map written in another order is rewritten).
     `key_range` (literal min and max of a single staged key) is added to the ON clause as a
     target-only predicate: Delta prunes target files by it, never by the source's keys.
+    `null_safe`: the key matched by `<=>` (config.nullable_key).
     """
-    on = _target_match(unique_key, None if delete_missing else key_range)
+    on = _target_match(unique_key, None if delete_missing else key_range, null_safe)
     non_key = [c for c in columns if c not in unique_key]
     changed = _differs(non_key, unordered)
     update_set = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in non_key)
@@ -326,11 +344,12 @@ def keys_against_target(target: str, staging: str, unique_key: Sequence[str],
 
 
 def new_key_collisions(target: str, staging: str, unique_key: Sequence[str],
-                       key_range: Optional[tuple[str, str]] = None) -> str:
+                       key_range: Optional[tuple[str, str]] = None,
+                       null_safe: bool = False) -> str:
     """Count what `guard_new_keys` fails a MERGE on, over the whole staging: new rows whose key
     matches a target row that did not change. A merge of several chunks checks this before
     its first chunk, since a chunk that tripped the guard would leave earlier chunks applied."""
-    on = _target_match(unique_key, key_range)
+    on = _target_match(unique_key, key_range, null_safe)
     return (f"SELECT count(*) AS collisions FROM {staging} s JOIN {target} t ON {on} "
             f"WHERE s.{PRESENT} IS NOT NULL AND s.{HAD_OLD} IS NULL")
 
