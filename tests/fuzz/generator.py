@@ -9,7 +9,9 @@ NULL in its output:
   determines the ones after it (`coalesce(concat('i:', i.id), concat('o:', o.id), ...)`: an item
   has one order, an order one customer), or the FROM side's id when every join is an inner or
   left join to a side it determines;
-* a GROUP BY's keys are coalesced (a NULL group key is a user error the plugin refuses);
+* a GROUP BY's keys are coalesced where a model configures them (a NULL in a configured key is
+  a user error the plugin refuses) or another model reads the aggregate; an aggregate whose key
+  is inferred may keep them nullable (`null_group`: a NULL group, matched null-safely);
 * UNION ALL branches prefix their ids with the branch's tag.
 
 Joins are on keys and foreign keys only (a side's id, or a column holding ids of another table:
@@ -669,7 +671,11 @@ class Generator:
                         f"count(distinct {ref}) > 1", f"max({ref}) - min({ref}) >= 1"]
         return self.rng.choice(options)
 
-    def gen_agg(self, name: str, features: Set[str], join: bool) -> Model:
+    def gen_agg(self, name: str, features: Set[str], join: bool,
+                null_groups: bool = False) -> Model:
+        """A GROUP BY of one side or a join. With `null_groups` (a model no other model reads
+        by its key), an inferred key may keep its nullable group columns as they are: a NULL
+        group, matched null-safely. Decided by the name's hash, so a seed's other draws stay."""
         if join:
             sides, joins = self.join_tree(self.rng.choice([2, 3]), subqueries=self.chance(0.5))
             self.join_features(sides, joins, [], features)
@@ -682,13 +688,15 @@ class Generator:
                 if s.cols[n].type in ("int", "string", "timestamp", "decimal(10,2)")]
         # a side of bigint columns only (a model of counts, agg_report's) still has a group key
         pool = pool or [(s, n) for s in sides for n in s.cols if s.cols[n].type == "bigint"]
-        groups, cols = [], {}
+        groups, cols, raw = [], {}, {}
         for i, (s, n) in enumerate(self.rng.sample(pool, min(len(pool), self.rng.choice([1, 1, 2])))):
             if s.cols[n].type == "timestamp" and self.chance(0.5):
                 expr, col = f"coalesce(to_date({s.alias}.{n}), date'1970-01-01')", Col("date", False)
                 features.add("date_key")
             else:
                 expr, col = self.non_null(f"{s.alias}.{n}", s.cols[n])
+                if s.cols[n].nullable and s.cols[n].type != "timestamp":
+                    raw[i] = (f"{s.alias}.{n}", s.cols[n])
             groups.append(expr)
             cols[f"g{i}"] = col
         agg_items, agg_cols = self.aggregates(sides)
@@ -696,23 +704,28 @@ class Generator:
         having = self.having(agg_items, sides) if self.chance(0.3) else ""
         if having:
             features.add("having")
-        select = ", ".join([f"{g} as g{i}" for i, g in enumerate(groups)] + agg_items)
-        body = (f"select {select}\n{self.from_text(sides, joins)}"
-                + (f"\nwhere {' and '.join(where)}" if where else "")
-                + f"\ngroup by {', '.join(groups)}" + (f"\nhaving {having}" if having else ""))
         key = list(cols)
         config: Dict[str, object] = {}
         if self.chance(0.6):
             config["unique_key"] = key[0] if len(key) == 1 else key
         else:
             features.add("key_inferred")
+            if null_groups and raw and zlib.crc32(f"null:{name}".encode()) % 3 != 0:
+                features.add("null_group")
+                for i, (ref, col) in raw.items():
+                    groups[i], cols[f"g{i}"] = ref, col
+        select = ", ".join([f"{g} as g{i}" for i, g in enumerate(groups)] + agg_items)
+        body = (f"select {select}\n{self.from_text(sides, joins)}"
+                + (f"\nwhere {' and '.join(where)}" if where else "")
+                + f"\ngroup by {', '.join(groups)}" + (f"\nhaving {having}" if having else ""))
         if self.chance(0.5):
             config["aggregate_upkeep"] = "delta"
             features.add("agg_delta")
         if any(i.startswith("count(distinct") for i in agg_items):
             features.add("count_distinct")
         out = {**cols, **agg_cols}
-        ident = key[0] if len(key) == 1 else None
+        # a NULL group's key is no key another model can configure: not read by it
+        ident = key[0] if len(key) == 1 and "null_group" not in features else None
         return Model(name, "agg_join" if join else "agg", body, out, key, config, features, ident)
 
     def gen_global(self, name: str, features: Set[str]) -> Model:
@@ -1108,7 +1121,7 @@ class Generator:
         elif kind == "join_sub":
             m = self.gen_join(name, features, subqueries=True)
         elif kind in ("agg", "agg_join"):
-            m = self.gen_agg(name, features, join=kind == "agg_join")
+            m = self.gen_agg(name, features, join=kind == "agg_join", null_groups=True)
         elif kind == "global":
             m = self.gen_global(name, features)
         elif kind == "distinct":

@@ -217,7 +217,8 @@ class FuzzRun:
         if not m.key:
             return False
         key = ", ".join(m.key)
-        nulls = " or ".join(f"{k} is null" for k in m.key)
+        # a NULL group's key is NULL by design (null-safe); any other key never
+        nulls = "false" if "null_group" in m.features else " or ".join(f"{k} is null" for k in m.key)
         try:
             found = self.query(f"select count(*) - count(distinct struct({key})) as dup, count_if({nulls}) as nul "
                                f"from {self.project.test_schema}.{twin(m.name)}")[0]
