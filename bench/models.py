@@ -26,6 +26,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * report_hist: an aggregate of the aggregate, a histogram of the groups' totals (per k, then
             how many k have each total), aggregate_upkeep='delta': replayed over its
             intermediate aggregate, recomputing only the totals a touched k had or has.
+* agg_null: the agg SQL grouped by `nullif(k, 0)`, no unique_key: one NULL group, its inferred
+            key matched null-safely (applied by MERGE, where agg's REPLACE WHERE lists keys).
 
 Methods per shape:
 
@@ -48,7 +50,7 @@ from typing import Dict, List, Optional
 from bench import dbt_invoke
 
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
-          "report", "report_part", "report_part_keys", "report_hist")
+          "report", "report_part", "report_part_keys", "report_hist", "agg_null")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -62,6 +64,13 @@ _SQL = {
         "from {fact}\n"
         "{inc}"
         "group by k\n"
+    ),
+    # the aggregate with one NULL group (k = 0): its inferred key matched null-safely
+    "agg_null": (
+        "select nullif(k, 0) as k, count(*) as n, sum(v) as sum_v, max(updated_at) as max_updated_at\n"
+        "from {fact}\n"
+        "{inc}"
+        "group by nullif(k, 0)\n"
     ),
     "global": (
         "select count(*) as n, sum(v) as sum_v, max(updated_at) as max_updated_at\n"
@@ -113,7 +122,7 @@ _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
          "join": "'id'", "dedup": "'dim_id'", "report": "'k'",
          "report_part": "['k', 'band']", "report_part_keys": "['k', 'band']",
-         "report_hist": "'sum_v'"}
+         "report_hist": "'sum_v'", "agg_null": "none"}
 # Extra configs of a shape's batch_refresh model.
 _BR_CONFIG = {"aggdelta": ", aggregate_upkeep='delta'", "global": ", aggregate_upkeep='delta'",
               "join_aggdelta": ", aggregate_upkeep='delta'", "report": ", aggregate_upkeep='delta'",
@@ -136,6 +145,7 @@ _INC = {
     "report_part": "",  # the same, for simplicity (the comparison is with the table build)
     "report_part_keys": "",
     "report_hist": "",
+    "agg_null": "",  # a NULL key: dbt's MERGE never matches it
     "join_agg": (
         "{% if is_incremental() %}\n"
         "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
