@@ -339,10 +339,10 @@ class Stager:
 
         A recompute restricted to `key IN (affected keys)` (every whole-keys staging: affected
         keys, a delta aggregate's or an intermediate's touched groups) never stages a row
-        whose key is NULL, so an affected NULL key shows only as a tombstone. It is one (an outer join's
-        NULL-supplying side changed under a filtered key) unless the model has a row with a
-        NULL key, which only the model itself can tell: asked only when such a tombstone
-        exists, since merging it would delete that row's group from the target. A null-safe
+        whose key is NULL, so an affected NULL key shows only as a tombstone. It is one (an
+        outer join's NULL-supplying side changed under a filtered key) unless the model has a
+        row with a NULL key, which only the model itself can tell: asked only when such a
+        tombstone exists, since merging it would lose that row's group. A null-safe
         key (config.nullable_key) is restricted by `<=>`: its NULL is a key like any other,
         counted among the distinct keys, and no problem."""
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)

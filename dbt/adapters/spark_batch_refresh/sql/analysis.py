@@ -497,8 +497,8 @@ def keyless_if_null(analysis: Analysis, unique_key: Sequence[str], null_seen: bo
     matched null-safely (NULL one key value like any other).
 
     A key inferred from the query alone (none configured) that was found NULL, in this run or
-    in a refresh since the last --full-refresh, is kept and matched null-safely: GROUP BY,
-    DISTINCT and PARTITION BY put every NULL in one group, so the key is unique under `<=>`.
+    in a refresh since the last --full-refresh, is kept and matched null-safely: GROUP BY and
+    DISTINCT put every NULL in one group, so the key is unique under `<=>`.
     One that rests on dbt tests is dropped (dbt's `unique` test passes any number of NULLs),
     as is any inferred key with `drop` (it repeated in the output even so)."""
     if unique_key or not analysis.key:
