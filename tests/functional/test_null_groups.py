@@ -1,4 +1,4 @@
-"""NULL groups: a key inferred from GROUP BY or PARTITION BY that is NULL in some output rows.
+"""NULL groups: a key inferred from GROUP BY that is NULL in some output rows.
 
 GROUP BY puts every NULL in one group, so such a key is unique under null-safe equality: the
 refresh keeps it and matches it by `<=>` (config.nullable_key), where it used to drop the key
