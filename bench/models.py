@@ -27,7 +27,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
             how many k have each total), aggregate_upkeep='delta': replayed over its
             intermediate aggregate, recomputing only the totals a touched k had or has.
 * agg_null: the agg SQL grouped by `nullif(k, 0)`, no unique_key: one NULL group, its inferred
-            key matched null-safely (applied by MERGE, where agg's REPLACE WHERE lists keys).
+            key matched null-safely (applied by MERGE, where agg's recomputed groups are
+            replaced by key).
 
 Methods per shape:
 

@@ -382,9 +382,12 @@ class Stager:
                                     sqlgen.typed_lit(quality["new_max"], kind))
         key = ", ".join(config.unique_key)
         problems = []
-        null_keys = 0 if null_safe else int(quality["null_keys"])
-        if not null_safe and not null_keys and model_sql is not None and int(quality["null_any"]):
-            null_keys = int(self._fetch(sqlgen.null_key_rows(model_sql, config.unique_key))[0]["n"])
+        null_keys = 0  # a null-safe key's NULL is no problem
+        if not null_safe:
+            null_keys = int(quality["null_keys"])
+            if not null_keys and model_sql is not None and int(quality["null_any"]):
+                null_keys = int(self._fetch(
+                    sqlgen.null_key_rows(model_sql, config.unique_key))[0]["n"])
         if null_keys:
             problems.append(f"{null_keys} output rows have a NULL in unique_key ({key}).")
         # Outside a null-safe key a key with a NULL is not among the distinct keys.

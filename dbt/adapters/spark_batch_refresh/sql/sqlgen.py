@@ -187,8 +187,8 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
 def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str],
                      null_safe: bool = False) -> str:
     """Every row of the model with the key checks of a staged backfill inline: no key column
-    NULL (but for a `null_safe` key, whose NULL is one more value), each key once. Any other row fails the statement with INLINE_CHECK_MARKER before the
-    write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
+    NULL (but for a `null_safe` key, whose NULL is one more value), each key once. Any other
+    row fails the statement with INLINE_CHECK_MARKER before the write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
     when its projection has a generator (`explode(collect_list(v))`), so it is not taken on
     trust; the count is a shuffle of the model's output, small where the key is a GROUP BY's."""
     return _checked(model_sql, columns, unique_key,
