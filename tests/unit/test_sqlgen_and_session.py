@@ -320,6 +320,13 @@ def test_a_null_safe_key_is_matched_by_null_safe_equality_everywhere():
         "SELECT g FROM s.t", ["g"], ["g"])
     merge = sqlgen.merge_staging("s.t", "st", ["g"], ["g", "n"], delete_missing=True,
                                  null_safe=True)
-    assert "ON t.`g` <=> s._br_k_0\n" in merge and "WHEN NOT MATCHED BY SOURCE" in merge
+    assert "ON t.`g` <=> s._br_k_0 AND s._br_source_row\n" in merge
+    assert "WHEN NOT MATCHED BY SOURCE" in merge
+    # the all-NULL key's tombstone goes in only where the target holds that key
+    assert "WHERE" not in merge.split(" s\nON")[0]
+    dropped = sqlgen.merge_staging("s.t", "st", ["g", "h"], ["g", "h", "n"], delete_missing=False,
+                                   null_safe=True, keep_null_tombstone=False)
+    assert ("WHERE _br_st._br_present IS NOT NULL OR NOT (_br_st._br_k_0 IS NULL AND "
+            "_br_st._br_k_1 IS NULL))") in dropped
     assert "ON t.`g` <=> s._br_k_0 " in sqlgen.new_key_collisions("s.t", "st", ["g"],
                                                                   null_safe=True)

@@ -264,10 +264,20 @@ class Applier:
             chunk=(commit.chunk, commit.chunks) if commit.chunks > 1 else None,
             guard_new_keys=staged.from_changes,
             unordered=_unordered(staged),
-            key_range=staged.key_range, null_safe=config.nullable_key)
+            key_range=staged.key_range, null_safe=config.nullable_key,
+            keep_null_tombstone=self._null_tombstone_meets(req, config, staged))
         with _refusing_collisions(req, config, "this merge was not applied"):
             merged = self._fetch(merge)
         return merge_counts(merged)
+
+    def _null_tombstone_meets(self, req: RefreshRequest, config: BatchRefreshConfig,
+                              staged: Staged) -> bool:
+        """Whether a null-safe MERGE's tombstone of the all-NULL key would meet a target row:
+        one that would not (the key's rows came and went between two runs) cannot be in
+        the MERGE (sqlgen._null_safe_source). Read only when the staging has tombstones."""
+        if not config.nullable_key or not staged.tombstones:
+            return True
+        return bool(self._fetch(sqlgen.held_null_key(req.target, config.unique_key)))
 
     def guard(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,
               strategy: Strategy) -> None:

@@ -211,7 +211,11 @@ class DeltaAggregate:
             # The old state rides along (NULL for a new group): an intermediate's outer groups
             # are found from it without reading the old sidecar version again (old_state).
             cols += [f"_br_o.{n} AS {WAS}{n}" for n, _ in self.state_columns()]
-        return f"SELECT {', '.join(cols)} FROM {delta} _br_d LEFT JOIN {old} _br_o ON {on}"
+        # A group the old state lacks whose change rows net to none (rows that entered and
+        # left it between two runs) is in neither state: it is left out, since a MERGE of it
+        # would match no clause (see merge_sidecar_sql).
+        return (f"SELECT {', '.join(cols)} FROM {delta} _br_d LEFT JOIN {old} _br_o ON {on} "
+                f"WHERE _br_o.{ROWS} IS NOT NULL OR _br_d.{ROWS} <> 0")
 
     def old_state(self, new_state: str) -> str:
         """The touched groups' state before the change, from new_state_sql's view (groups
@@ -258,6 +262,10 @@ class DeltaAggregate:
                 f"LEFT JOIN {extremes} _br_x ON {on}")
 
     def merge_sidecar_sql(self, sidecar: str, final_state: str) -> str:
+        """Every source row meets a clause: a new group has rows (new_state_sql). Delta's
+        MERGE on a table with deletion vectors re-tests the ON condition on the outer join's
+        rows, where `<=>` holds between a NULL key and the missing target row's NULLs: a new
+        NULL group that matched no clause failed the MERGE (USER_RAISED_EXCEPTION)."""
         names = [n for n, _ in self.state_columns()]
         sets = ", ".join(f"{n} = s.{n}" for n in names)
         cols = _cols(list(self.keys) + names)

@@ -10,6 +10,7 @@ KEY_PREFIX = "_br_k_"
 # row for a key without it must not meet an existing target row (see merge_staging).
 HAD_OLD = "_br_had_old"
 BOOKKEEPING = (PRESENT, HAD_OLD)
+SOURCE_ROW = "_br_source_row"  # a null-safe MERGE's source rows (_null_safe_source)
 DUPLICATE_KEY_MARKER = "batch_refresh: a new row has the unique_key of an unchanged row"
 
 
@@ -272,6 +273,7 @@ def merge_staging(
     unordered: Iterable[str] = (),
     key_range: Optional[tuple[str, str]] = None,
     null_safe: bool = False,
+    keep_null_tombstone: bool = True,
 ) -> str:
     """Apply staging: delete tombstones, update only rows whose values changed, insert new.
 
@@ -284,9 +286,13 @@ def merge_staging(
     can only over-report a change (an equal map written in another order is rewritten).
     `key_range` (literal min and max of a single staged key) is added to the ON clause as a
     target-only predicate: Delta prunes target files by it, never by the source's keys.
-    `null_safe`: the key matched by `<=>` (config.nullable_key).
+    `null_safe`: the key matched by `<=>` (config.nullable_key); `keep_null_tombstone`:
+    whether the target holds the all-NULL key (held_null_key), see _null_safe_source.
     """
     on = _target_match(unique_key, None if delete_missing else key_range, null_safe)
+    if null_safe:
+        staging = _null_safe_source(staging, unique_key, keep_null_tombstone)
+        on = f"{on} AND s.{SOURCE_ROW}"
     non_key = [c for c in columns if c not in unique_key]
     changed = _differs(non_key, unordered)
     update_set = ", ".join(f"t.{q(c)} = s.{q(c)}" for c in non_key)
@@ -313,6 +319,27 @@ def merge_staging(
             guard = f" AND pmod(xxhash64({tcols}), {chunk[1]}) = {chunk[0] - 1}"
         clauses.append(f"WHEN NOT MATCHED BY SOURCE{guard} THEN DELETE")
     return f"MERGE INTO {target} t\nUSING {staging} s\nON {on}\n" + "\n".join(clauses)
+
+
+def _null_safe_source(staging: str, unique_key: Sequence[str], keep_null_tombstone: bool) -> str:
+    """A null-safe MERGE's source, so that its ON condition holds on no row of the outer join
+    that lacks a side. Delta's MERGE on a table with deletion vectors tests the condition
+    again on those rows, where `<=>` meets a NULL key with the missing side's NULLs, and a
+    row taken for matched that meets no clause fails the MERGE (USER_RAISED_EXCEPTION
+    "Unexpected row: did not match any merge clause"). A source flag (SOURCE_ROW, in ON)
+    keeps a target row without a source row out; the tombstone of the all-NULL key is left
+    out unless `keep_null_tombstone` (the target holds that key: a row of the source then)."""
+    rows = f"SELECT _br_st.*, true AS {SOURCE_ROW} FROM {staging} _br_st"
+    if keep_null_tombstone:
+        return f"({rows})"
+    null_key = " AND ".join(f"_br_st.{a} IS NULL" for a in key_aliases(unique_key))
+    return f"({rows} WHERE _br_st.{PRESENT} IS NOT NULL OR NOT ({null_key}))"
+
+
+def held_null_key(target: str, unique_key: Sequence[str]) -> str:
+    """Whether the target holds a row whose key columns are all NULL (a row, or none)."""
+    null_key = " AND ".join(f"{q(k)} IS NULL" for k in unique_key)
+    return f"SELECT 1 AS held FROM {target} WHERE {null_key} LIMIT 1"
 
 
 def _differs(columns: Sequence[str], unordered: Iterable[str]) -> str:
