@@ -3,10 +3,11 @@
     python bench/first_build.py [rows] [reps] [name]      # defaults: 2000000 3 first-build
 
 One JVM (the embedded session, through dbt in-process), a Delta source of `rows` rows with its
-change feed on, and six models over it: a keyless row-wise model as `batch_refresh` and as
+change feed on, and eight models over it: a keyless row-wise model as `batch_refresh` and as
 `table`, the same model keyed (`unique_key='id'`) as `batch_refresh`, and an aggregate to 1,000
 groups (its key inferred from the GROUP BY) as `batch_refresh` and as `table`, and the aggregate
-kept by delta (`aggregate_upkeep='delta'`: a sidecar built with it) as `batch_refresh`. Each repetition
+kept by delta (`aggregate_upkeep='delta'`: a sidecar built with it) as `batch_refresh`, and the
+aggregate with one NULL group (`nullif(g, 0)`) as `batch_refresh` and as `table`. Each repetition
 rebuilds every model with `dbt run --full-refresh`, one model per run, in an order rotated every
 repetition (the first reader of a query's data pays more: bench/README.md, "Which writer goes
 first"). Reported: dbt's execution time of each node, medians, and each backfill against the
@@ -30,6 +31,8 @@ from bench.scratch_spark import arguments  # noqa: E402
 SCHEMA = "first_build"
 MODEL = "select id, g, v * 2 as v2 from {{ source('raw', 'src') }} where v % 10 <> 0"
 AGGREGATE = "select g, count(*) as n, sum(v) as s from {{ source('raw', 'src') }} group by g"
+AGGREGATE_NULL = ("select nullif(g, 0) as g, count(*) as n, sum(v) as s "
+                  "from {{ source('raw', 'src') }} group by nullif(g, 0)")
 MODELS = {
     "keyless_br": "{{ config(materialized='batch_refresh') }}\n" + MODEL,
     "keyless_table": "{{ config(materialized='table') }}\n" + MODEL,
@@ -39,11 +42,15 @@ MODELS = {
     # Kept by delta: its sidecar (the groups' state) built first, the target read from it.
     "agg_delta_br": "{{ config(materialized='batch_refresh', aggregate_upkeep='delta') }}\n"
                     + AGGREGATE,
+    # One NULL group (g = 0): its inferred key is matched null-safely, found by the first try.
+    "agg_null_br": "{{ config(materialized='batch_refresh') }}\n" + AGGREGATE_NULL,
+    "agg_null_table": "{{ config(materialized='table') }}\n" + AGGREGATE_NULL,
 }
 # Each model against the table build of its SQL.
 YARDSTICK = {"keyless_br": "keyless_table", "keyless_table": "keyless_table",
              "keyed_br": "keyless_table", "agg_br": "agg_table", "agg_table": "agg_table",
-             "agg_delta_br": "agg_table"}
+             "agg_delta_br": "agg_table", "agg_null_br": "agg_null_table",
+             "agg_null_table": "agg_null_table"}
 
 
 def main() -> int:

@@ -315,9 +315,12 @@ def test_a_null_safe_key_is_matched_by_null_safe_equality_everywhere():
     assert "count(DISTINCT struct(_br_k_0, _br_k_1)) AS distinct_keys" in sqlgen.key_quality(
         "st", ["g", "h"], null_safe=True)
     assert "count(DISTINCT _br_k_0, _br_k_1)" in sqlgen.key_quality("st", ["g", "h"])
-    assert "IS NOT NULL" not in sqlgen.backfill_checked("SELECT g FROM s.t", ["g"], ["g"], True)
-    assert "`g` IS NOT NULL AND _br_n = 1" in sqlgen.backfill_checked(
-        "SELECT g FROM s.t", ["g"], ["g"])
+    assert "IS NULL" not in sqlgen.backfill_checked("SELECT g FROM s.t", ["g"], ["g"], True)
+    # a NULL has its own marker: an inferred key plans again null-safe without staging first
+    assert (f"CASE WHEN `g` IS NULL OR `h` IS NULL THEN raise_error('{sqlgen.INLINE_NULL_MARKER}') "
+            "WHEN _br_n = 1 THEN true") in sqlgen.backfill_checked(
+        "SELECT g, h FROM s.t", ["g", "h"], ["g", "h"])
+    assert sqlgen.INLINE_CHECK_MARKER in sqlgen.INLINE_NULL_MARKER
     merge = sqlgen.merge_staging("s.t", "st", ["g"], ["g", "n"], delete_missing=True,
                                  null_safe=True)
     assert "ON t.`g` <=> s._br_k_0 AND s._br_source_row\n" in merge

@@ -464,6 +464,12 @@ class Refresher:
             if (isinstance(exc, BatchRefreshUserError) or (
                     sqlgen.INLINE_CHECK_MARKER not in str(exc) and classify(str(exc)) is None)):
                 raise
+            if run.inferred_key and sqlgen.INLINE_NULL_MARKER in str(exc):
+                # Planned again at once (_key_retry), not staged only to find the NULL: a
+                # first build of a NULL group evaluates the model twice, not three times.
+                key = ", ".join(run.config.unique_key)
+                raise NullKeyError(run.req.model, "bad unique_key",
+                                   [f"output rows have a NULL in unique_key ({key})."]) from exc
             run.staged = None  # a key to check against the target, or a change-feed gap
             return None
         if not staged.direct:  # a direct write's rows are its commit's, none staged

@@ -175,6 +175,9 @@ def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False
 
 
 INLINE_CHECK_MARKER = "batch_refresh: a key to check against the target"
+# A row whose key has a NULL, of a key that is not null-safe: its own marker (holding the one
+# above), so that an inferred key found NULL plans again null-safe at once (executor.py).
+INLINE_NULL_MARKER = f"{INLINE_CHECK_MARKER}: a NULL"
 
 
 def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) -> str:
@@ -182,30 +185,36 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
     staging inline: each key above `ceiling` (so held by no target row: plan/key_top.py), not
     NULL, and once. Any other row fails the statement with INLINE_CHECK_MARKER before a write
     reading it commits, and the refresh stages and checks as usual."""
-    return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"])
+    return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"], null_safe=False)
 
 
 def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str],
                      null_safe: bool = False) -> str:
     """Every row of the model with the key checks of a staged backfill inline: no key column
     NULL (but for a `null_safe` key, whose NULL is one more value), each key once. Any other
-    row fails the statement with INLINE_CHECK_MARKER before the write reading it commits. An inferred key is counted too: a GROUP BY's keys are not unique
-    when its projection has a generator (`explode(collect_list(v))`), so it is not taken on
-    trust; the count is a shuffle of the model's output, small where the key is a GROUP BY's."""
-    return _checked(model_sql, columns, unique_key,
-                    [] if null_safe else [f"{q(k)} IS NOT NULL" for k in unique_key])
+    row fails the statement with INLINE_CHECK_MARKER (INLINE_NULL_MARKER for a NULL) before
+    the write reading it commits. An inferred key is counted too: a GROUP BY's keys are not
+    unique when its projection has a generator (`explode(collect_list(v))`), so it is not
+    taken on trust; the count is a shuffle of the model's output, small where the key is a
+    GROUP BY's."""
+    return _checked(model_sql, columns, unique_key, [], null_safe)
 
 
 def _checked(body: str, columns: Sequence[str], unique_key: Sequence[str],
-             conditions: Sequence[str]) -> str:
+             conditions: Sequence[str], null_safe: bool) -> str:
     """The rows of `body` that meet `conditions` and hold their key once; any other row fails
-    the statement with INLINE_CHECK_MARKER."""
+    the statement with INLINE_CHECK_MARKER, or, a key column NULL (not `null_safe`), with
+    INLINE_NULL_MARKER."""
     cols = ", ".join(q(c) for c in columns)
     keys = ", ".join(f"_br_m.{q(k)}" for k in unique_key)
     checks = " AND ".join([*conditions, "_br_n = 1"])
+    nulls = "" if null_safe else (
+        f"WHEN {' OR '.join(f'{q(k)} IS NULL' for k in unique_key)} "
+        f"THEN raise_error({lit(INLINE_NULL_MARKER)}) ")
     return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY {keys}) AS _br_n "
             f"FROM (\n{body}\n) _br_m\n) _br_c\n"
-            f"WHERE CASE WHEN {checks} THEN true ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
+            f"WHERE CASE {nulls}WHEN {checks} THEN true "
+            f"ELSE raise_error({lit(INLINE_CHECK_MARKER)}) END")
 
 
 def null_key_rows(model_sql: str, unique_key: Sequence[str]) -> str:
