@@ -244,7 +244,11 @@ class Generator:
         if self.chance(0.25):
             pred = "qty > 1" if table == "items" else "status in ('paid', 'shipped')"
             sql = f"(select distinct {column} from {source(table)} where {column} is not null and {pred})"
-            return Side(ALIASES[table] + "d", sql, {column: Col("int", False, parent, column)}, column,
+            # Never a column's name: items' "id" made `count(id.id)` a field access on an INT.
+            alias = ALIASES[table] + "d"
+            if any(alias == c for cols in SCHEMA.values() for c, _ in cols):
+                alias += "d"
+            return Side(alias, sql, {column: Col("int", False, parent, column)}, column,
                         table + "_agg", "agg")
         if table == "items":
             aggs = {"n_items": ("count(*)", Col("bigint", False)), "qty_sum": ("sum(qty)", Col("bigint")),
