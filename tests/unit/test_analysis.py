@@ -184,6 +184,55 @@ def test_group_by_all_spelled_out(sql, group_by):
     assert (group_by in written) if group_by else ("GROUP BY" not in written), written
 
 
+@pytest.mark.parametrize(
+    "sql, joins",
+    [
+        ("select o.id from s.o o left join s.p p on p.id = o.pid where p.method = 'card'",
+         ["JOIN"]),
+        ("select o.id from s.o o left outer join s.p p using (id) where p.x in (1, 2) "
+         "and o.v > 0", ["JOIN"]),
+        ("select o.id from s.o o left join s.p on s.p.id = o.pid where p.x is not null",
+         ["JOIN"]),
+        ("select o.id from s.o o left join s.p p on p.id = o.pid "
+         "left join s.q q on q.id = o.qid where q.y between 1 and 3", ["LEFT JOIN", "JOIN"]),
+        # kept: the WHERE keeps NULL-extended rows, or tests no column of the joined side
+        ("select o.id from s.o o left join s.p p on p.id = o.pid where p.x is null",
+         ["LEFT JOIN"]),
+        ("select o.id from s.o o left join s.p p on p.id = o.pid "
+         "where coalesce(p.x, 0) = 0", ["LEFT JOIN"]),
+        ("select o.id from s.o o left join s.p p on p.id = o.pid where p.x = 1 or o.v > 0",
+         ["LEFT JOIN"]),
+        ("select o.id from s.o o left join s.p p on p.id = o.pid where o.v in (p.x, 1)",
+         ["LEFT JOIN"]),
+        ("select o.id from s.o o left semi join s.p p on p.id = o.pid where o.v = 1",
+         ["LEFT SEMI JOIN"]),
+        ("select * from (select o.id, p.x from s.o o left join s.p p on p.id = o.pid) t "
+         "where t.x = 1", ["LEFT JOIN"]),  # the WHERE of another SELECT
+    ],
+)
+def test_a_left_join_whose_where_rejects_its_null_extended_rows_is_read_inner(sql, joins):
+    """Checked against Spark 4.2: its optimizer rewrites the same joins (EliminateOuterJoin)."""
+    from sqlglot import exp
+
+    from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+    tree = st.parse(sql)
+    found = [j.sql(dialect=st.DIALECT).split(" s.")[0] for j in tree.find_all(exp.Join)]
+    assert found == joins
+
+
+def test_the_fingerprint_is_the_model_as_written():
+    """A rewrite `st.parse` makes (the inner join above) is no edit of the model: the
+    fingerprint is taken of the SQL as written, so no model rebuilds for a new rewrite."""
+    from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+    sql = ("select o.id, p.x from s.o o left join s.p p on p.id = o.pid "
+           "where p.method = 'card'")
+    a = sa.analyze(sql, upstream_keys={"s.o": ("id",), "s.p": ("id",)})
+    assert "LEFT JOIN" in a.normalized_sql
+    assert a.normalized_sql == st.parse_written(sql).sql(dialect=st.DIALECT, normalize=True)
+    # ... while the analysis reads the inner join: the pair key, p replayed by a plain term
+    assert a.key == ("id",) and a.delta_join is not None and not a.delta_join.fixed
+
+
 def test_group_by_all_infers_its_groups_as_key():
     a = sa.analyze("select coalesce(region, 'none') as region, sum(c) as n "
                    "from s.t group by all")

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
-import sqlglot
 
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql
 
 
 def _derive(sql: str):
-    return dj.derive(sqlglot.parse_one(sql, read="spark"))
+    return dj.derive(st.parse(sql))  # derive reads the tree as st.parse gives it
 
 
 def _changes(upstream, types):

@@ -148,9 +148,10 @@ def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] 
 def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
     """The model recomputed in full on every refresh, its upstreams still read for gating."""
     try:
-        tree = st.parse(sql)
-        upstreams = tuple(sorted({table_name(t) for t in st.physical_tables(tree)}))
+        tree = st.parse_written(sql)
         normalized, shape = tree.sql(dialect=DIALECT, normalize=True), "general"
+        tree = st.inner_rejected_left_joins(tree)
+        upstreams = tuple(sorted({table_name(t) for t in st.physical_tables(tree)}))
         errors = tuple(key_errors(tree, unique_key))
     except Exception:  # noqa: BLE001 -- the parser itself failed: the SQL as written
         upstreams, normalized, shape, errors = (), " ".join(sql.split()), "unparsed", ()
@@ -223,7 +224,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
              upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None,
              tested_key: Sequence[str] = ()) -> Analysis:
     try:
-        tree = st.parse(sql)
+        tree = st.parse_written(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
         reason = f"the SQL parser cannot read the model: {exc}"
         return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
@@ -232,10 +233,12 @@ def _analyze(sql: str, unique_key: Sequence[str],
         reason = "the model is not a single SELECT query"
         return Analysis((), "unparsed", reason, " ".join(sql.split()), key=tuple(unique_key),
                         incremental_reason=reason)
+    # The fingerprint's text is the model as written; the analysis reads what `st.parse` gives.
+    normalized = tree.sql(dialect=DIALECT, normalize=True)
+    tree = st.inner_rejected_left_joins(tree)
     tables = st.physical_tables(tree)
     upstreams = tuple(sorted({table_name(t) for t in tables}))
     blocker = _rowwise_blocker(tree, tables)
-    normalized = tree.sql(dialect=DIALECT, normalize=True)
     inference = Inferred(upstream_keys or {})
     inferred = inference.key(tree)
     key_source = "" if unique_key else "upstream tests" if inference.declared else "query"

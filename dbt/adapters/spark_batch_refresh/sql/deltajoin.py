@@ -239,8 +239,9 @@ def _union_all(queries: Sequence[str]) -> str:
 
 
 def derive(tree: exp.Expression) -> Tuple[Optional[DeltaJoin], Optional[str]]:
-    """The model's delta join, or why it has none. Only for models that read two or more
-    upstreams (one upstream read once is the row-wise replay)."""
+    """The model's delta join, or why it has none, from its tree as `st.parse` gives it. Only
+    for models that read two or more upstreams (one upstream read once is the row-wise
+    replay)."""
     try:
         inlined = st.inline_ctes(tree)
     except st.NotIncremental as exc:
@@ -300,9 +301,8 @@ def _null_supplying(tree: exp.Expression) -> Tuple[List[str], Set[str]]:
             sides: List[List[exp.Expression]] = []
             if side in ("RIGHT", "FULL"):
                 sides.append(list(seen))
-            # a LEFT join whose NULL-extended rows the WHERE drops is an inner join
-            if (side == "FULL" or kind in ("SEMI", "ANTI") or side == "LEFT"
-                    and not st.rejects_nulls(select, join.this.alias_or_name)):
+            # (a LEFT join whose NULL-extended rows the WHERE drops is inner already: st.parse)
+            if side in ("FULL", "LEFT") or kind in ("SEMI", "ANTI"):
                 sides.append([join])
             for supplying in sides:
                 transitioned = _transitioned(supplying, join)

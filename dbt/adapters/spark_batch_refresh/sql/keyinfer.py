@@ -103,7 +103,7 @@ class Inferred:
         for join in select.args.get("joins") or []:
             if self._at_most_one(select, join):
                 continue
-            if not _pairs(select, join):
+            if not _pairs(join):
                 return ()
             parts.append((join.this, self._relation_key(select, join.this)))
         names: List[str] = []
@@ -201,16 +201,11 @@ def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Op
     return _projected(select, alias, column)
 
 
-def _pairs(select: exp.Select, join: exp.Join) -> bool:
-    """`join` keeps only matched pairs: an inner or cross join, or a LEFT join whose
-    NULL-extended rows the WHERE rejects (`where p.method = 'card'`)."""
+def _pairs(join: exp.Join) -> bool:
+    """`join` keeps only matched pairs: an inner or cross join (a LEFT join whose
+    NULL-extended rows the WHERE rejects is one already: st.parse)."""
     kind = (join.args.get("kind") or "").upper()
-    side = (join.side or "").upper()
-    if kind not in ("", "INNER", "CROSS", "OUTER"):
-        return False
-    if side == "":
-        return kind != "OUTER"
-    return side == "LEFT" and st.rejects_nulls(select, join.this.alias_or_name)
+    return not join.side and kind in ("", "INNER", "CROSS")
 
 
 def infer_key(tree: exp.Expression,

@@ -55,13 +55,37 @@ def table_name(table: exp.Table) -> str:
 
 
 def parse(sql: str) -> exp.Expression:
-    """The one statement of a model's SQL, parsed as Spark SQL, with `GROUP BY ALL` spelled
-    out (expand_group_all)."""
+    """The one statement of a model's SQL, parsed as Spark SQL, read as Spark's optimizer
+    reads it: `GROUP BY ALL` spelled out (expand_group_all) and a LEFT join whose
+    NULL-extended rows the WHERE drops made inner (inner_rejected_left_joins). Every rule (key
+    inference, the affected-key walk, delta joins) then sees the one form."""
+    return inner_rejected_left_joins(parse_written(sql))
+
+
+def parse_written(sql: str) -> exp.Expression:
+    """The model as written, `GROUP BY ALL` spelled out: what its fingerprint is taken of (a
+    rewrite added to `parse` later must not read as an edit of every model it applies to)."""
     parsed = sqlglot.parse(sql, read=DIALECT)
     statements = [p for p in parsed if p is not None]
     if len(statements) != 1:
         raise ParseError(f"expected one SELECT statement, found {len(statements)}")
     return expand_group_all(statements[0])
+
+
+def inner_rejected_left_joins(tree: exp.Expression) -> exp.Expression:
+    """Each LEFT (OUTER) join whose NULL-extended rows a conjunct of its SELECT's WHERE rejects
+    (rejects_nulls: `where p.method = 'card'`) made an inner join, in place. Equal results:
+    every output row where the joined side is NULL is dropped by the WHERE either way, and
+    the rows where it is not come from matched pairs, the same under both joins, whatever
+    joins follow. Spark's optimizer makes the same rewrite (EliminateOuterJoin)."""
+    for select in tree.find_all(exp.Select):
+        for join in select.args.get("joins") or []:
+            if ((join.side or "").upper() == "LEFT"
+                    and (join.kind or "").upper() in ("", "OUTER")
+                    and rejects_nulls(select, join.this.alias_or_name)):
+                join.set("side", None)
+                join.set("kind", None)
+    return tree
 
 
 # Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
