@@ -14,6 +14,8 @@ Shapes (all read the upstream fact table `raw.fact`, the join also `raw.dim`):
 * global:   count, sum and max over the whole fact table (no GROUP BY), aggregate_upkeep='delta';
 * dedup:    the newest fact row per dim_id, `row_number() over (partition by dim_id order by
             updated_at desc, id desc)` then `rn = 1` (about 10 fact rows per partition);
+* dedup_join: the same over fact JOIN dim in one SELECT, by QUALIFY (a window over a join:
+            split from the join and replayed by the partitions the change touches);
 * report:   a rank over every group's total (a CTE grouped by k, about 100 fact rows per group,
             then `rank() over (order by sum_v desc, k)`), aggregate_upkeep='delta': replayed
             over its intermediate aggregate (the CTE's groups in a sidecar).
@@ -51,7 +53,7 @@ from typing import Dict, List, Optional
 from bench import dbt_invoke
 
 SHAPES = ("rowwise", "agg", "aggdelta", "global", "join_agg", "join_aggdelta", "join", "dedup",
-          "report", "report_part", "report_part_keys", "report_hist", "agg_null")
+          "dedup_join", "report", "report_part", "report_part_keys", "report_hist", "agg_null")
 
 # Model SQL per shape; {fact} / {dim} are the upstream references, {inc} the incremental filter.
 _SQL = {
@@ -96,6 +98,11 @@ _SQL = {
         "      from {fact}{inc}) x\n"
         "where rn = 1\n"
     ),
+    "dedup_join": (
+        "select f.dim_id, f.id, f.v, d.category, f.updated_at\n"
+        "from {fact} f join {dim} d on f.dim_id = d.id{inc}\n"
+        "qualify row_number() over (partition by f.dim_id order by f.updated_at desc, f.id desc) = 1\n"
+    ),
     "report": (
         "with totals as (select k, count(*) as n, sum(v) as sum_v from {fact}{inc}\n"
         "                group by k)\n"
@@ -121,7 +128,7 @@ _SQL["join_aggdelta"] = _SQL["join_agg"]
 
 _KEYS = {"rowwise": "'id'", "agg": "'k'", "aggdelta": "'k'", "global": "none",
          "join_agg": "['dim_id', 'category']", "join_aggdelta": "['dim_id', 'category']",
-         "join": "'id'", "dedup": "'dim_id'", "report": "'k'",
+         "join": "'id'", "dedup": "'dim_id'", "dedup_join": "'dim_id'", "report": "'k'",
          "report_part": "['k', 'band']", "report_part_keys": "['k', 'band']",
          "report_hist": "'sum_v'", "agg_null": "none"}
 # Extra configs of a shape's batch_refresh model.
@@ -167,6 +174,12 @@ _INC = {
 
 _INC["aggdelta"] = _INC["agg"]
 _INC["join_aggdelta"] = _INC["join_agg"]
+_INC["dedup_join"] = (
+    "\n{% if is_incremental() %}\n"
+    "where f.dim_id in (select dim_id from {{ source('raw', 'fact') }}\n"
+    "                   where updated_at > (select max(updated_at) from {{ this }}))\n"
+    "{% endif %}"
+)
 
 FACT_REF = "{{ source('raw', 'fact') }}"
 DIM_REF = "{{ source('raw', 'dim') }}"

@@ -203,6 +203,23 @@ select customer_id, src, sum(amount) as s, count(*) as n from u group by custome
  "q_having_count": cfg() + f"""
 select customer_id, count(*) as n from {O} group by customer_id having count(*) > 4""",
 })
+# Session 59: windows over a join in their own SELECT (split from the join, winsplit.py):
+# a rank of per-customer totals by region written in one SELECT, the newest order per
+# product among orders of unblocked customers by QUALIFY, a running total over a join.
+PROBES.update({
+ "w_rank_totals_join": cfg('customer_id') + f"""
+with per_customer as (select customer_id, sum(amount) as total from {O} group by customer_id)
+select pc.customer_id, c.region, pc.total,
+       dense_rank() over (partition by c.region order by pc.total desc, pc.customer_id) as rnk
+from per_customer pc join {C} c on c.id = pc.customer_id""",
+ "w_latest_per_product": cfg('product_id') + f"""
+select o.product_id, o.id as order_id, o.amount, c.region from {O} o join {C} c on c.id = o.customer_id
+where c.tier <> 'blocked'
+qualify row_number() over (partition by o.product_id order by o.amount desc, o.id desc) = 1""",
+ "w_running_join": cfg('id') + f"""
+select o.id, c.region, sum(o.amount) over (partition by c.region order by o.id) as running
+from {O} o left join {C} c on c.id = o.customer_id""",
+})
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 

@@ -299,14 +299,17 @@ from (select *, row_number() over (partition by customer_id order by amount desc
       from {{ source('raw', 'orders') }} where status <> 'cancelled') d
 where rn = 1
 """, 2),
-    # The same dedup written with QUALIFY (Spark 4.2 accepts it; sqlglot reads it as the
-    # filtered subquery above).
+    # A dedup written with QUALIFY over a join (Spark 4.2 accepts it): the window reads the
+    # joined rows, so it is split from the join (winsplit.split_joined_windows) and a
+    # customer's change recomputes the partitions of every product its orders fall in.
+    # Recomputed in full before session 59 (a window over a join).
     Shape("s_qualify_latest", """
 {{ config(materialized='batch_refresh', unique_key='product_id') }}
-select product_id, id as order_id, amount
-from {{ source('raw', 'orders') }}
-qualify row_number() over (partition by product_id order by amount desc nulls last, id desc) = 1
-""", 2),
+select o.product_id, o.id as order_id, o.amount, c.region
+from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on c.id = o.customer_id
+where c.tier <> 'blocked'
+qualify row_number() over (partition by o.product_id order by o.amount desc nulls last, o.id desc) = 1
+""", 12),
     # A running total and the previous order per customer, keyed by order: every row of a
     # touched partition is read whole, at the old and the new versions.
     Shape("s_running_total", """

@@ -27,7 +27,7 @@ from dbt.adapters.spark_batch_refresh.sql.keyinfer import Inferred, infer_key
 from dbt.adapters.spark_batch_refresh.sql.rewrite import change_rows_sql, over_changes
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 from dbt.adapters.spark_batch_refresh.sql.winsplit import (
-    is_aggregate, split_windowed, window_function)
+    is_aggregate, split_joined_windows, split_windowed, window_function)
 
 
 # Functions whose value differs between evaluations: a recompute of some keys would not
@@ -162,14 +162,15 @@ def _unreplayable(sql: str, unique_key: Sequence[str], reason: str) -> Analysis:
 def _split_for_replay(sql: str, unique_key: Sequence[str],
                       analysis: Analysis) -> Optional[Analysis]:
     """The model with its grouped windows split (the aggregate in a subquery, the windows
-    over it) and its SELECT list's correlated scalar subqueries joined (decorrelate.py), when
-    that form replays by the key walk and the model as written does not: a rank partitioned
-    by a group key replays by affected keys as its CTE form does. Its
+    over it), its SELECT list's correlated scalar subqueries joined (decorrelate.py) and its
+    windows over a join split from the join (the join in a subquery), when that form replays
+    by the key walk and the model as written does not: a rank partitioned by a group key
+    replays by affected keys as its CTE form does. Its
     fingerprint stays the model's own (normalized_sql), so nothing rebuilds for the change."""
     if analysis.incremental_reason is None or analysis.shape == "unparsed" or not analysis.key:
         return None
     tree = st.parse(sql)
-    split = scalar_joins(split_windowed(tree))
+    split = split_joined_windows(scalar_joins(split_windowed(tree)))
     if split == tree:
         return None
     replay_sql = split.sql(dialect=DIALECT)

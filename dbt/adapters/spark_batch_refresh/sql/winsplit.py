@@ -11,6 +11,11 @@ can keep in a sidecar. HAVING becomes the outer WHERE, QUALIFY and ORDER BY stay
 A SELECT this cannot rewrite faithfully (GROUPING SETS, ROLLUP, CUBE, GROUP BY ALL, DISTINCT, a
 WINDOW clause, an unnamed computed output, a subquery in an expression, a GROUP BY name that may
 be an output alias) is left as it is; the analysis then gives its own reason.
+
+An ungrouped SELECT whose windows read a join (or rows a subquery filter keeps) is split the same
+way (split_joined_windows): the join, its WHERE and every column the windows and outputs read
+in the inner SELECT, the windows over it. The affected-key walk then meets the windows over one
+relation, and recomputes the partitions the change touches.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dbt.adapters.spark_batch_refresh.sql.sqltree import is_aggregate
 
 GROUP_PREFIX = "_br_g"
 AGG_PREFIX = "_br_m"
+COLUMN_PREFIX = "_br_c"
 SPLIT_ALIAS = "_br_split"
 
 
@@ -174,3 +180,105 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
         if arg in rest:
             outer.set(arg, rest[arg])
     return outer
+
+
+def split_joined_windows(tree: exp.Expression) -> exp.Expression:
+    """A copy of `tree` with every ungrouped SELECT that computes window functions over a join
+    (or over a WHERE with a subquery) split in two: the windows over the joined rows."""
+    tree = tree.copy()
+    for select in list(tree.find_all(exp.Select)):
+        if not _windowed_join(select):
+            continue
+        split = _split_join(select)
+        if split is None:
+            continue
+        if select is tree:
+            tree = split
+        else:
+            select.replace(split)
+    return tree
+
+
+def _windowed_join(select: exp.Select) -> bool:
+    group = select.args.get("group")
+    where = select.args.get("where")
+    return (not (group is not None and group.expressions) and st.own(select, exp.Window)
+            and bool(select.args.get("joins")
+                     or where is not None and any(isinstance(n, exp.Subquery) or isinstance(
+                         n, exp.Exists) for n in where.walk())))
+
+
+def _split_join(select: exp.Select) -> Optional[exp.Select]:
+    if any(select.args.get(a) for a in ("distinct", "windows", "limit", "offset", "sort",
+                                        "cluster", "distribute", "group", "having")):
+        return None
+    if any(p.is_star for p in select.expressions):
+        return None
+    if any(is_aggregate(n) and not window_function(n) for p in select.expressions
+           for n in p.walk()):
+        return None  # a global aggregate beside the windows
+    clauses = {arg: select.args[arg] for arg in ("qualify", "order")
+               if select.args.get(arg) is not None}
+    parts = [*select.expressions, *clauses.values()]
+    if any(isinstance(n, (exp.Subquery, exp.Exists)) for part in parts for n in part.walk()):
+        return None
+    # each output's name -> the SQL of the column it projects plainly ("" for an expression)
+    outputs = {p.alias_or_name.lower(): _sql(p.unalias()) if isinstance(p.unalias(), exp.Column)
+               else "" for p in select.expressions}
+    computed = {n for n, c in outputs.items() if c.split(".")[-1] != n}
+    inner_names: Dict[str, str] = {}  # a column's SQL -> its inner column
+    inner_columns: List[exp.Expression] = []
+
+    def lifted(column: exp.Column, arg: str) -> Optional[exp.Expression]:
+        name = column.name.lower()
+        if not column.table and name in (outputs if arg else computed):
+            # QUALIFY and ORDER BY read an output by its name; in the SELECT list a name
+            # that is another output's alias may be a lateral alias, or an input column
+            return column if arg else None
+        key = _sql(column)
+        if key not in inner_names:
+            # its own name where QUALIFY and ORDER BY would not read another output by it
+            # (explain then names the partitions as written), else a generated one
+            free = name not in inner_names.values() and outputs.get(name, key) == key
+            inner_names[key] = name if free else f"{COLUMN_PREFIX}{len(inner_columns)}"
+            inner_columns.append(column.copy())
+        return exp.column(inner_names[key], quoted=True)
+
+    outer_parts: List[exp.Expression] = []
+    for arg, part in [("", p) for p in select.expressions] + list(clauses.items()):
+        part = part.copy()
+        for column in list(part.find_all(exp.Column)):
+            new = lifted(column, arg)
+            if new is None:
+                return None
+            if new is not column:
+                if column is part:
+                    part = new
+                else:
+                    column.replace(new)
+        outer_parts.append(part)
+    if not inner_columns:
+        return None
+    projections: List[exp.Expression] = []
+    for original, part in zip(select.expressions, outer_parts):
+        if isinstance(original, exp.Alias):
+            projections.append(part)
+        elif isinstance(original, exp.Column):
+            projections.append(exp.alias_(part, original.name, quoted=original.this.quoted))
+        else:
+            return None  # Spark's generated name for a computed output cannot be kept
+    inner = select.copy()
+    for arg in ("qualify", "order", "with"):
+        inner.set(arg, None)
+    inner.set("expressions", [c.as_(inner_names[_sql(c)], quoted=True) for c in inner_columns])
+    outer = exp.Select(expressions=projections).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
+    if select.args.get("with") is not None:
+        outer.set("with", select.args["with"].copy())
+    for arg, part in zip(clauses, outer_parts[len(projections):]):
+        outer.set(arg, part)
+    return outer
+
+
+def _sql(column: exp.Expression) -> str:
+    return column.sql(dialect=st.DIALECT).lower()
