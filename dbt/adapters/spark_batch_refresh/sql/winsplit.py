@@ -20,7 +20,7 @@ relation, and recomputes the partitions the change touches.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from sqlglot import exp
 
@@ -36,17 +36,22 @@ SPLIT_ALIAS = "_br_split"
 
 def split_windowed(tree: exp.Expression) -> exp.Expression:
     """A copy of `tree` with every grouped SELECT that computes window functions split in two."""
+    return _split_each(tree, _windowed_group, _split)
+
+
+def _split_each(tree: exp.Expression, applies: Callable[[exp.Select], bool],
+                split: Callable[[exp.Select], Optional[exp.Select]]) -> exp.Expression:
+    """A copy of `tree` with each SELECT that `applies` to replaced by its `split` (where one
+    can be made)."""
     tree = tree.copy()
     for select in list(tree.find_all(exp.Select)):
-        if not _windowed_group(select):
-            continue
-        split = _split(select)
-        if split is None:
+        made = split(select) if applies(select) else None
+        if made is None:
             continue
         if select is tree:
-            tree = split
+            tree = made
         else:
-            select.replace(split)
+            select.replace(made)
     return tree
 
 
@@ -165,15 +170,15 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
                 continue  # an output's name
             return None  # a column outside the aggregates and the group keys
     inner = select.copy()
-    for arg in ("having", "qualify", "order", "with"):
+    for arg in ("having", "qualify", "order", "with_"):
         inner.set(arg, None)
     inner.set("expressions", [g.copy().as_(n, quoted=True) for n, g in zip(names, groups)]
               + [a.as_(f"{AGG_PREFIX}{i}") for i, a in enumerate(inner_aggs)])
     inner.set("group", exp.Group(expressions=[g.copy() for g in groups]))
     outer = exp.Select(expressions=projections).from_(
         exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
-    if select.args.get("with") is not None:
-        outer.set("with", select.args["with"].copy())
+    if select.args.get("with_") is not None:
+        outer.set("with_", select.args["with_"].copy())
     if "having" in rest:
         outer.set("where", exp.Where(this=rest["having"].this))
     for arg in ("qualify", "order"):
@@ -185,18 +190,7 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
 def split_joined_windows(tree: exp.Expression) -> exp.Expression:
     """A copy of `tree` with every ungrouped SELECT that computes window functions over a join
     (or over a WHERE with a subquery) split in two: the windows over the joined rows."""
-    tree = tree.copy()
-    for select in list(tree.find_all(exp.Select)):
-        if not _windowed_join(select):
-            continue
-        split = _split_join(select)
-        if split is None:
-            continue
-        if select is tree:
-            tree = split
-        else:
-            select.replace(split)
-    return tree
+    return _split_each(tree, _windowed_join, _split_join)
 
 
 def _windowed_join(select: exp.Select) -> bool:
@@ -222,42 +216,14 @@ def _split_join(select: exp.Select) -> Optional[exp.Select]:
     parts = [*select.expressions, *clauses.values()]
     if any(isinstance(n, (exp.Subquery, exp.Exists)) for part in parts for n in part.walk()):
         return None
-    # each output's name -> the SQL of the column it projects plainly ("" for an expression)
-    outputs = {p.alias_or_name.lower(): _sql(p.unalias()) if isinstance(p.unalias(), exp.Column)
-               else "" for p in select.expressions}
-    computed = {n for n, c in outputs.items() if c.split(".")[-1] != n}
-    inner_names: Dict[str, str] = {}  # a column's SQL -> its inner column
-    inner_columns: List[exp.Expression] = []
-
-    def lifted(column: exp.Column, arg: str) -> Optional[exp.Expression]:
-        name = column.name.lower()
-        if not column.table and name in (outputs if arg else computed):
-            # QUALIFY and ORDER BY read an output by its name; in the SELECT list a name
-            # that is another output's alias may be a lateral alias, or an input column
-            return column if arg else None
-        key = _sql(column)
-        if key not in inner_names:
-            # its own name where QUALIFY and ORDER BY would not read another output by it
-            # (explain then names the partitions as written), else a generated one
-            free = name not in inner_names.values() and outputs.get(name, key) == key
-            inner_names[key] = name if free else f"{COLUMN_PREFIX}{len(inner_columns)}"
-            inner_columns.append(column.copy())
-        return exp.column(inner_names[key], quoted=True)
-
+    lifter = _Lifter(select)
     outer_parts: List[exp.Expression] = []
     for arg, part in [("", p) for p in select.expressions] + list(clauses.items()):
-        part = part.copy()
-        for column in list(part.find_all(exp.Column)):
-            new = lifted(column, arg)
-            if new is None:
-                return None
-            if new is not column:
-                if column is part:
-                    part = new
-                else:
-                    column.replace(new)
-        outer_parts.append(part)
-    if not inner_columns:
+        lifted = lifter.part(part, arg)
+        if lifted is None:
+            return None
+        outer_parts.append(lifted)
+    if not lifter.columns:
         return None
     projections: List[exp.Expression] = []
     for original, part in zip(select.expressions, outer_parts):
@@ -268,16 +234,59 @@ def _split_join(select: exp.Select) -> Optional[exp.Select]:
         else:
             return None  # Spark's generated name for a computed output cannot be kept
     inner = select.copy()
-    for arg in ("qualify", "order", "with"):
+    for arg in ("qualify", "order", "with_"):
         inner.set(arg, None)
-    inner.set("expressions", [c.as_(inner_names[_sql(c)], quoted=True) for c in inner_columns])
+    inner.set("expressions", [c.as_(lifter.names[_sql(c)], quoted=True) for c in lifter.columns])
     outer = exp.Select(expressions=projections).from_(
         exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
-    if select.args.get("with") is not None:
-        outer.set("with", select.args["with"].copy())
+    if select.args.get("with_") is not None:
+        outer.set("with_", select.args["with_"].copy())
     for arg, part in zip(clauses, outer_parts[len(projections):]):
         outer.set(arg, part)
     return outer
+
+
+class _Lifter:
+    """The columns a split SELECT's outer part reads, each moved into the inner SELECT once."""
+
+    def __init__(self, select: exp.Select) -> None:
+        # each output's name -> the SQL of the column it projects plainly ("": an expression)
+        self.outputs = {p.alias_or_name.lower(): _sql(p.unalias())
+                        if isinstance(p.unalias(), exp.Column) else ""
+                        for p in select.expressions}
+        self.computed = {n for n, c in self.outputs.items() if c.split(".")[-1] != n}
+        self.names: Dict[str, str] = {}  # a column's SQL -> its inner column
+        self.columns: List[exp.Expression] = []
+
+    def part(self, part: exp.Expression, arg: str) -> Optional[exp.Expression]:
+        """`part` (a SELECT-list item, or the QUALIFY / ORDER BY named by `arg`) reading the
+        inner columns; None where a name cannot be placed."""
+        part = part.copy()
+        for column in list(part.find_all(exp.Column)):
+            new = self._column(column, arg)
+            if new is None:
+                return None
+            if new is not column:
+                if column is part:
+                    part = new
+                else:
+                    column.replace(new)
+        return part
+
+    def _column(self, column: exp.Column, arg: str) -> Optional[exp.Expression]:
+        name = column.name.lower()
+        if not column.table and name in (self.outputs if arg else self.computed):
+            # QUALIFY and ORDER BY read an output by its name; in the SELECT list a name
+            # that is another output's alias may be a lateral alias, or an input column
+            return column if arg else None
+        key = _sql(column)
+        if key not in self.names:
+            # its own name where QUALIFY and ORDER BY would not read another output by it
+            # (explain then names the partitions as written), else a generated one
+            free = name not in self.names.values() and self.outputs.get(name, key) == key
+            self.names[key] = name if free else f"{COLUMN_PREFIX}{len(self.columns)}"
+            self.columns.append(column.copy())
+        return exp.column(self.names[key], quoted=True)
 
 
 def _sql(column: exp.Expression) -> str:
