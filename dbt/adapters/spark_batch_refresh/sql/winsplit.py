@@ -197,9 +197,8 @@ def _windowed_join(select: exp.Select) -> bool:
     group = select.args.get("group")
     where = select.args.get("where")
     return (not (group is not None and group.expressions) and st.own(select, exp.Window)
-            and bool(select.args.get("joins")
-                     or where is not None and any(isinstance(n, exp.Subquery) or isinstance(
-                         n, exp.Exists) for n in where.walk())))
+            and bool(select.args.get("joins") or where is not None and any(
+                isinstance(n, (exp.Subquery, exp.Exists)) for n in where.walk())))
 
 
 def _split_join(select: exp.Select) -> Optional[exp.Select]:
