@@ -277,8 +277,13 @@ class _Walk:
                     loosened.append(join)
         where = select.args.get("where")
         if where is not None:
+            # A row of the change rows joined to the other sources at their pinned versions
+            # is the model's own row (its NULL-extended twin is nullext's branch), so the
+            # WHERE judges it exactly, across an outer join made inner too; only what reads
+            # an aggregated value of the change rows cannot be judged. (Dropping the whole
+            # WHERE there made comma joins cross products: TPC-DS Q40's key query, 117 s.)
             conjuncts = st.conjuncts(where.this)
-            kept = [] if null_side else [c for c in conjuncts if not st.refs(c, alias, partial)]
+            kept = [c for c in conjuncts if not st.refs(c, alias, partial)]
             if len(kept) != len(conjuncts):
                 self.notes.append("WHERE dropped" if not kept
                                   else "WHERE predicates on aggregated values dropped")

@@ -81,7 +81,13 @@ def null_extended(select: exp.Select, child: exp.Expression,
     # ones left of it); after it when a later RIGHT/FULL join preserves its own right side.
     ext_joins.insert(at - 1 if at == position else at, semi)
     extended.set("joins", ext_joins)
-    for clause in ("where", "having", "order"):
+    # The WHERE judges a NULL-extended row as the model does (the changed source's columns
+    # are NULL in both), but for what reads an aggregated value of the change rows.
+    where = extended.args.get("where")
+    kept = [c for c in st.conjuncts(where.this) if not st.refs(c, alias.lower(), partial)
+            ] if where is not None else []
+    extended.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    for clause in ("having", "order"):
         extended.set(clause, None)  # judged on partial rows, as in the matched branch
     return extended
 
