@@ -152,14 +152,9 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
         if any(isinstance(n, exp.Subquery) for n in part.walk()):
             return None
         outer_parts.append(part.transform(lift).transform(keyed))
-    projections: List[exp.Expression] = []
-    for original, part in zip(select.expressions, outer_parts):
-        if isinstance(original, exp.Alias):
-            projections.append(part)
-        elif isinstance(original, exp.Column):
-            projections.append(exp.alias_(part, original.name, quoted=original.this.quoted))
-        else:
-            return None  # Spark's generated name for a computed output cannot be kept
+    projections = _named(select.expressions, outer_parts)
+    if projections is None:
+        return None
     outputs = {p.alias_or_name.lower() for p in select.expressions}
     rest = dict(zip(clauses, outer_parts[len(projections):]))
     for arg, part in [("", p) for p in projections] + list(rest.items()):
@@ -175,10 +170,7 @@ def _split(select: exp.Select) -> Optional[exp.Select]:
     inner.set("expressions", [g.copy().as_(n, quoted=True) for n, g in zip(names, groups)]
               + [a.as_(f"{AGG_PREFIX}{i}") for i, a in enumerate(inner_aggs)])
     inner.set("group", exp.Group(expressions=[g.copy() for g in groups]))
-    outer = exp.Select(expressions=projections).from_(
-        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
-    if select.args.get("with_") is not None:
-        outer.set("with_", select.args["with_"].copy())
+    outer = _over(inner, projections, select)
     if "having" in rest:
         outer.set("where", exp.Where(this=rest["having"].this))
     for arg in ("qualify", "order"):
@@ -224,22 +216,14 @@ def _split_join(select: exp.Select) -> Optional[exp.Select]:
         outer_parts.append(lifted)
     if not lifter.columns:
         return None
-    projections: List[exp.Expression] = []
-    for original, part in zip(select.expressions, outer_parts):
-        if isinstance(original, exp.Alias):
-            projections.append(part)
-        elif isinstance(original, exp.Column):
-            projections.append(exp.alias_(part, original.name, quoted=original.this.quoted))
-        else:
-            return None  # Spark's generated name for a computed output cannot be kept
+    projections = _named(select.expressions, outer_parts)
+    if projections is None:
+        return None
     inner = select.copy()
     for arg in ("qualify", "order", "with_"):
         inner.set(arg, None)
     inner.set("expressions", [c.as_(lifter.names[_sql(c)], quoted=True) for c in lifter.columns])
-    outer = exp.Select(expressions=projections).from_(
-        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
-    if select.args.get("with_") is not None:
-        outer.set("with_", select.args["with_"].copy())
+    outer = _over(inner, projections, select)
     for arg, part in zip(clauses, outer_parts[len(projections):]):
         outer.set(arg, part)
     return outer
@@ -286,6 +270,30 @@ class _Lifter:
             self.names[key] = name if free else f"{COLUMN_PREFIX}{len(self.columns)}"
             self.columns.append(column.copy())
         return exp.column(self.names[key], quoted=True)
+
+
+def _named(originals: List[exp.Expression],
+           parts: List[exp.Expression]) -> Optional[List[exp.Expression]]:
+    """The outer SELECT list: each of `parts` under its original output's name."""
+    named: List[exp.Expression] = []
+    for original, part in zip(originals, parts):
+        if isinstance(original, exp.Alias):
+            named.append(part)
+        elif isinstance(original, exp.Column):
+            named.append(exp.alias_(part, original.name, quoted=original.this.quoted))
+        else:
+            return None  # Spark's generated name for a computed output cannot be kept
+    return named
+
+
+def _over(inner: exp.Select, projections: List[exp.Expression],
+          select: exp.Select) -> exp.Select:
+    """The outer SELECT of `projections` over `inner`, with `select`'s CTEs."""
+    outer = exp.Select(expressions=projections).from_(
+        exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(SPLIT_ALIAS))))
+    if select.args.get("with_") is not None:
+        outer.set("with_", select.args["with_"].copy())
+    return outer
 
 
 def _sql(column: exp.Expression) -> str:
