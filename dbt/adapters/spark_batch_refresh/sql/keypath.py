@@ -267,7 +267,7 @@ class _Walk:
             if on is None or not partial:
                 continue
             conjuncts = st.conjuncts(on)
-            kept = [c for c in conjuncts if not st.refs(c, alias, partial)]
+            kept = st.exact_conjuncts(on, alias, partial)
             if not kept:
                 raise NotIncremental("joins on an aggregated value of a changing upstream")
             if len(kept) != len(conjuncts):
@@ -283,7 +283,7 @@ class _Walk:
             # an aggregated value of the change rows cannot be judged. (Dropping the whole
             # WHERE there made comma joins cross products: TPC-DS Q40's key query, 300 s.)
             conjuncts = st.conjuncts(where.this)
-            kept = [c for c in conjuncts if not st.refs(c, alias, partial)]
+            kept = st.exact_conjuncts(where.this, alias, partial)
             if len(kept) != len(conjuncts):
                 self.notes.append("WHERE dropped" if not kept
                                   else "WHERE predicates on aggregated values dropped")

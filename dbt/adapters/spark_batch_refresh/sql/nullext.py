@@ -59,7 +59,7 @@ def null_extended(select: exp.Select, child: exp.Expression,
     if on is not None and st.refs(on, alias.lower(), partial):
         # A conjunct over an aggregated value of the change rows cannot be judged (as in the
         # matched branch, dropped): every preserved row matching the rest is a candidate.
-        kept = [c for c in st.conjuncts(on) if not st.refs(c, alias.lower(), partial)]
+        kept = st.exact_conjuncts(on, alias.lower(), partial)
         if not kept:
             raise NotIncremental("joins on an aggregated value of a changing upstream")
         on = exp.and_(*[c.copy() for c in kept])
@@ -84,8 +84,7 @@ def null_extended(select: exp.Select, child: exp.Expression,
     # The WHERE judges a NULL-extended row as the model does (the changed source's columns
     # are NULL in both), but for what reads an aggregated value of the change rows.
     where = extended.args.get("where")
-    kept = [c for c in st.conjuncts(where.this) if not st.refs(c, alias.lower(), partial)
-            ] if where is not None else []
+    kept = st.exact_conjuncts(where.this, alias.lower(), partial) if where is not None else []
     extended.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     for clause in ("having", "order"):
         extended.set(clause, None)  # judged on partial rows, as in the matched branch

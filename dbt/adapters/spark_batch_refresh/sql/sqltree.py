@@ -369,3 +369,10 @@ def refs(expr: exp.Expression, alias: Optional[str], partial: Set[str]) -> bool:
         if column.name.lower() in partial and (not table or alias is None or table == alias):
             return True
     return False
+
+
+def exact_conjuncts(predicate: exp.Expression, alias: Optional[str],
+                    partial: Set[str]) -> List[exp.Expression]:
+    """The conjuncts of `predicate` that read no partial column (refs): those a key query over
+    change rows can still judge exactly; the rest are dropped where it filters."""
+    return [c for c in conjuncts(predicate) if not refs(c, alias, partial)]
