@@ -60,6 +60,14 @@ select coalesce(s.id, -1 - d.id) as id, s.v, d.label from {{ source('raw', 'src'
 full join {{ source('raw', 'dim') }} d on s.grp = d.id
 """
 
+# A full join whose key expression on one side is not NULL where that side is (fuzz seed 9007,
+# fz22): a src row with a NULL grp is unmatched, and coalesce(d.id, -1) is -1 beside it.
+FULL_JOIN_COALESCED = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select coalesce(s.id, -1 - d.id) as id, s.v, d.label from {{ source('raw', 'src') }} s
+full join {{ source('raw', 'dim') }} d on s.grp = coalesce(d.id, -1)
+"""
+
 
 def by_model(results):
     return {r.node.name: r.adapter_response for r in results}
@@ -83,7 +91,7 @@ class TestChangesOnlyReplay:
     def models(self):
         return {"sources.yml": sources_yml("src", "dim"), "rw.sql": ROWWISE,
                 "with_map.sql": WITH_MAP, "ij.sql": INNER_JOIN, "lj.sql": LEFT_JOIN,
-                "rj.sql": RIGHT_JOIN, "fj.sql": FULL_JOIN}
+                "rj.sql": RIGHT_JOIN, "fj.sql": FULL_JOIN, "fjc.sql": FULL_JOIN_COALESCED}
 
     def test_netting_and_duplicate_guard(self, project, monkeypatch, tmp_path):
         src = f"{project.test_schema}.src"
@@ -141,6 +149,18 @@ class TestChangesOnlyReplay:
         as_text = "select id, to_json(m) as m from {} order by id"
         assert (rows(project, as_text.format(f"{project.test_schema}.with_map"))
                 == rows(project, as_text.format(f"(select id, map('v', v) as m from {src})")))
+
+        # src alone moves, its change rows holding NULL join keys (before: 11, after: 12 and
+        # 150): the full join's transition term keeps them though the other side's key
+        # expression, coalesce(d.id, -1), is -1 where d is NULL-extended (failed on 7b66ee1:
+        # 11 stayed, 12's and 150's unmatched rows were missing)
+        project.run_sql(f"update {src} set grp = null where id = 12")
+        project.run_sql(f"delete from {src} where id = 11")
+        project.run_sql(f"insert into {src} values (150, null, 5)")
+        responses = by_model(run_ok(["run", "--select", "rw", "fjc"]))
+        assert (responses["fjc"]["action"], responses["fjc"]["staged_from"]) == (
+            "replay", "join"), responses["fjc"]
+        assert_contract(project, "fjc")
 
         # an inserted row with the key of an unchanged row: refused, target untouched
         before = table_version(project, f"{project.test_schema}.rw")

@@ -118,6 +118,18 @@ def test_a_full_join_also_keeps_the_moved_sides_changed_and_null_keys():
             "OR ((c.id IS NULL) AND (o.cid IS NULL)))") in o_term.replace("\n", " ")
 
 
+def test_a_full_join_asks_the_other_sides_columns_whether_it_is_null():
+    # coalesce(c.id, -1) is -1 on a NULL-extended row: an order whose customer_id is NULL
+    # (before or after the change) is unmatched though the expression is not NULL
+    sql = ("select coalesce(c.id, -1) as kc, o.id as oid from raw.c c "
+           "full join raw.o o on coalesce(c.id, -1) = o.cid")
+    joined, _ = _derive(sql)
+    plus, _ = joined.terms(sql, _changes, ["raw.o"], new={"raw.c": 5, "raw.o": 9},
+                           old={"raw.c": 5, "raw.o": 8}, keys={"raw.o": "ko"})
+    assert ("OR ((c.id IS NULL) AND (o.cid IS NULL)))") in plus.replace("\n", " ")
+    assert "COALESCE(c.id, -1) IS NULL" not in plus
+
+
 def test_a_right_join_restricts_its_right_side():
     sql = "select c.id, o.v from raw.o o right join raw.c c on o.cid = c.id"
     joined, _ = _derive(sql)

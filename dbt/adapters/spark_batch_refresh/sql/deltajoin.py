@@ -152,7 +152,10 @@ def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> 
     Under a FULL join the other side is NULL-supplying too, and `upstream`'s own unmatched rows
     are output: also kept are its rows with a changed key, and its rows with a NULL key where
     the other side is NULL (unmatched whatever the change, so only a change of such a row
-    itself alters the output; the other side's rows with a NULL key come along and net away)."""
+    itself alters the output; the other side's rows with a NULL key come along and net away).
+    "The other side is NULL" is asked of the columns its key expressions read, not of the
+    expressions: `coalesce(d.id, -1)` is -1 on a NULL-extended row, and asking it dropped
+    the change rows with a NULL key (fuzz seed 9007, fz22)."""
     tree = _reading(sql, upstream)
     select, join, pairs, alias = _outer_join(tree, upstream)
     columns = _key_columns(pairs)
@@ -161,8 +164,10 @@ def _transition(sql: str, upstream: str, keys: str, pins: Mapping[str, int]) -> 
     condition = f"{_tuple(preserved)} {keyed}"
     if (join.side or "").upper() == "FULL":
         own = [exp.column(c, table=alias).sql(dialect=DIALECT) for _, c in pairs]
+        read = list(dict.fromkeys(c.sql(dialect=DIALECT) for expr, _ in pairs
+                                  for c in expr.find_all(exp.Column)))
         condition = (f"({condition} OR {_tuple(own)} {keyed} OR "
-                     f"(({' OR '.join(f'{p} IS NULL' for p in preserved)}) AND "
+                     f"(({' OR '.join(f'{c} IS NULL' for c in read)}) AND "
                      f"({' OR '.join(f'{o} IS NULL' for o in own)})))")
     select.where(sqlglot.parse_one(condition, read=DIALECT), append=True, copy=False)
     return _pinned(tree, pins)
