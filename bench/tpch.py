@@ -96,7 +96,7 @@ class TpchBench:
         return results, time.perf_counter() - t0
 
     def run(self) -> Dict[str, Any]:
-        qs = queries()
+        qs = [q for q in queries() if not self.args.queries or q in self.args.queries]
         data = tpch_data.generate(self.args.scale,
                                   os.path.join(tpch_data.CACHE, f"sf{self.args.scale:g}"))
         self.log(f"work dir {self.work}; starting Spark through dbt")
@@ -189,7 +189,7 @@ def render(result: Dict[str, Any]) -> str:
         if "tables_first" in step:
             order = ", tables first" if step["tables_first"] else ", refreshes first"
         out += ["", f"Step {step['step']} (RF1 + RF2 + updates{order}): "
-                f"refresh all 22 {step['refresh_wall_s']:.1f} s, rebuild all 22 as tables "
+                f"refresh all {len(rows)} {step['refresh_wall_s']:.1f} s, rebuild all {len(rows)} as tables "
                 f"{step['rebuild_wall_s']:.1f} s "
                 f"({step['refresh_wall_s'] / step['rebuild_wall_s']:.2f}x)", "",
                 "| query | strategy | refresh s | table s | refresh / table | equal | reason |",
@@ -233,6 +233,8 @@ def main(argv: List[str]) -> int:
     p.add_argument("--out", default="bench/results")
     p.add_argument("--name", default="tpch")
     p.add_argument("--no-charts", action="store_true")
+    p.add_argument("--queries", type=lambda s: [f"q{int(q):02d}" for q in s.split(",")],
+                   default=None, help="only these queries, e.g. 6,14,19 (default: all 22)")
     p.add_argument("--keep", action="store_true", help="keep the work dir under /tmp")
     p.add_argument("--tables-first", action="store_true",
                    help="rebuild the tables before the refreshes in the first step (the\n"
