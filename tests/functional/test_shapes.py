@@ -119,6 +119,18 @@ from {{ source('raw', 'payments') }} p
 join {{ source('raw', 'orders') }} o on p.order_id = o.id
 group by o.customer_id
 """, 12),
+    # A key column the change rows carry (coarse.py): orders' and payments' change rows name
+    # the affected ids themselves, customers' reach them through orders; an order whose
+    # status or customer moved changes its key (the old key's row is deleted via the target).
+    Shape("s_coarse_key", """
+{{ config(materialized='batch_refresh', unique_key=['id', 'status', 'region']) }}
+select o.id, o.status, coalesce(c.region, 'none') as region, count(distinct p.method) as methods,
+       max(p.amount) as top
+from {{ source('raw', 'orders') }} o, {{ source('raw', 'customers') }} c,
+     {{ source('raw', 'payments') }} p
+where o.customer_id = c.id and p.order_id = o.id and c.tier <> 'blocked'
+group by o.id, o.status, coalesce(c.region, 'none')
+""", 12, "snapshot"),
     Shape("s_union_all", """
 {{ config(materialized='batch_refresh', unique_key='uid') }}
 select concat('o', id) as uid, amount, 'order' as kind from {{ source('raw', 'orders') }}

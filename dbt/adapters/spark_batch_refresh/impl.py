@@ -20,7 +20,9 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark_batch_refresh import __version__
 from dbt.adapters.spark_batch_refresh.report import explain
 from dbt.adapters.spark_batch_refresh.report import nodes
-from dbt.adapters.spark_batch_refresh.sql.analysis import analyze, keyless_if_null
+from dbt.adapters.spark_batch_refresh.sql.analysis import (
+    analyze, coarse_description, keyless_if_null)
+from dbt.adapters.spark_batch_refresh.sql.sqltree import NotIncremental
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.plan.strategy import sidecar_behind
 from dbt.adapters.spark_batch_refresh.plan.tested_key import declared_keys
@@ -442,8 +444,15 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             sidecar_behind(config, analysis, last.action, last.fallback_reason))
         waiting = None if last is None else refresher.reader.moved_rows(
             consumed, {u.name: u.latest for u in upstreams})
+        coarse = None
+        if analysis.key and not analysis.rowwise and not analysis.incremental_reason:
+            try:
+                coarse = coarse_description(analysis.replay_sql or sql, analysis.key,
+                                            refresher.table_columns)
+            except (NotIncremental, DbtRuntimeError):
+                coarse = None
         return explain.render(model, config, analysis, upstreams, phase, recorded, waiting,
-                              views=views)
+                              views=views, coarse=coarse)
 
     @available.parse(lambda *a, **k: "select 1 as batch_refresh_side where false")
     def batch_refresh_consistency_sql(self, model: str, model_id: str, relation: str,

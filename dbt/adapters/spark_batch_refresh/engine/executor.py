@@ -181,7 +181,7 @@ class Refresher:
         # The invocation's upstream histories, shared with the other models' refreshes.
         self.reader = DeltaReader(self._fetch, histories)
         self.views = ViewReader(self._fetch, histories)
-        self._stager = Stager(self._fetch, self._run, self.reader.describe, self._table_columns,
+        self._stager = Stager(self._fetch, self._run, self.reader.describe, self.table_columns,
                               SidecarUpkeep(self._fetch, self._run, self.reader))
         # `replace_using`: the session writes REPLACE USING (the embedded one, frame_write.py).
         self._applier = Applier(self._fetch, self._run, self.reader, replace_using)
@@ -581,7 +581,7 @@ class Refresher:
             f"{secs:.2f}s {sql}" for secs, sql in self._meter.slowest))
         return result
 
-    def _table_columns(self, relation: str) -> List[str]:
+    def table_columns(self, relation: str) -> List[str]:
         return [n for n, _ in self.reader.describe(f"SELECT * FROM {quote_relation(relation)}")]
 
 

@@ -14,6 +14,8 @@ from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
+from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.coarse import Coarse
 from dbt.adapters.spark_batch_refresh.engine import driver_keys
 from dbt.adapters.spark_batch_refresh.engine.aggstage import AggRun, SidecarUpkeep
 from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
@@ -227,14 +229,23 @@ class Stager:
             select = sqlgen.staging_full(model_sql, ())  # a global aggregate, in full
         elif select is None and strategy is Strategy.AFFECTED_KEYS:
             keys = f"{view}_keys"
-            parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
-                                         plan.versions_from(), self._table_columns)
-            # The keys are computed (and cached) on their own: one plan holding the model
-            # once per changed scan plus the model again grows past what Spark plans quickly.
-            self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, config.unique_key)}")
+            coarse = self._coarse(sql, config, ranges, plan, model_columns) if target else None
+            if coarse is not None:
+                found, parts = coarse
+                self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, [found.column])}")
+                select = sqlgen.staging_coarse(model_sql, keys, found.column, target or "",
+                                               config.unique_key, config.nullable_key)
+            else:
+                parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
+                                             plan.versions_from(), self._table_columns)
+                # The keys are computed (and cached) on their own: one plan holding the model
+                # once per changed scan plus the model again grows past what Spark plans
+                # quickly.
+                self._run(f"CACHE TABLE {keys} AS\n"
+                          f"{sqlgen.affected_keys(parts, config.unique_key)}")
+                select = sqlgen.staging_affected(model_sql, keys, config.unique_key,
+                                                 config.nullable_key)
             extra.append(keys)
-            select = sqlgen.staging_affected(model_sql, keys, config.unique_key,
-                                             config.nullable_key)
         elif select is None:  # backfill, full recompute (an intermediate's sidecar rebuilt)
             select = sqlgen.staging_full(model_sql, config.unique_key)
         fail_point("during_staging")
@@ -260,6 +271,18 @@ class Stager:
         else:
             staged.rows = int(self._fetch(f"SELECT count(*) AS staged FROM {view}")[0]["staged"])
         return staged
+
+    def _coarse(self, sql: str, config: BatchRefreshConfig, ranges: Mapping[str, Tuple[int, int]],
+                plan: Plan, columns: Columns) -> Optional[Tuple[Coarse, List[str]]]:
+        """The coarse key column and its value queries (coarse.py), where a changed scan
+        traces to a key column; None where none does, or where the walk projecting that
+        column alone is refused (the full key's walk decides then)."""
+        try:
+            return sa.coarse_keys_sql(sql, config.unique_key, ranges, plan.versions_to(),
+                                      plan.versions_from(), self._table_columns,
+                                      {c.lower(): t for c, t in columns})
+        except st.NotIncremental:
+            return None
 
     def whole_model(self, sql: str, analysis: sa.Analysis, plan: Plan, columns: Columns,
                     agg_run: Optional[AggRun]) -> str:

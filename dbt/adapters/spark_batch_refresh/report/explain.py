@@ -77,7 +77,7 @@ _RULE_WORDS = {
 def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
            upstreams: List[UpstreamInfo], phase: Optional[str],
            last: Optional[LastRefresh] = None, change_rows: Optional[int] = None,
-           views: Tuple[str, ...] = ()) -> str:
+           views: Tuple[str, ...] = (), coarse: Optional[str] = None) -> str:
     non_delta = tuple(u.name for u in upstreams if u.latest is None)
     try:
         mode, fallback = choose_mode(model, config, analysis, non_delta)
@@ -170,6 +170,11 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
             if joined is not None:
                 rule += ", as it is on a NULL-supplying side"
             lines.append(f"    - [{rule}] {path.describe()}")
+        if coarse and not analysis.rowwise and joined is None:
+            # sql/coarse.py: the key query of these scans reads their change rows (joined
+            # along a chain of equalities), not the model
+            lines.append(f"  coarse key: {coarse} (recomputed for those values; the target's "
+                         "other rows with them deleted)")
         if analysis.rowwise:
             lines.append("  staging:    the model over the change rows alone, netted (row-wise: "
                          "the upstream table is not scanned; map or variant output columns "

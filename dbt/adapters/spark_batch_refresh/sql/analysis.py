@@ -21,6 +21,7 @@ from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import deltajoin as dj
 from dbt.adapters.spark_batch_refresh.sql import keypath as kp
 from dbt.adapters.spark_batch_refresh.sql import sqltree as st
+from dbt.adapters.spark_batch_refresh.sql.coarse import Coarse, coarse_key, coarse_part
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
 from dbt.adapters.spark_batch_refresh.sql.decorrelate import scalar_joins
 from dbt.adapters.spark_batch_refresh.sql.keyinfer import Inferred, infer_key
@@ -449,7 +450,44 @@ def affected_keys_sql(
     pinning all others at the new and then at the old versions took two. A window read by
     whole partitions takes two: the keys its partitions hold before and after its step.
     """
+    return _key_parts(st.inline_ctes(st.parse(sql)), key, ranges, new, old, columns_of)
+
+
+def coarse_keys_sql(
+    sql: str,
+    key: Sequence[str],
+    ranges: Mapping[str, Tuple[int, int]],
+    new: Mapping[str, int],
+    old: Mapping[str, int],
+    columns_of: Callable[[str], Sequence[str]],
+    column_types: Optional[Mapping[str, str]] = None,
+) -> Optional[Tuple[Coarse, List[str]]]:
+    """The coarse key column (coarse.py) and one query per changed scan yielding a superset of
+    its affected values: a traced scan's from its change rows alone, any other's by the key
+    walk projecting that column. None when no changed scan traces to a key column.
+    `column_types`: the model's output column types by lower-case name."""
     inlined = st.inline_ctes(st.parse(sql))
+    found = coarse_key(inlined, key, columns_of, set(ranges))
+    if found is None:
+        return None
+    kind = (column_types or {}).get(found.column.lower())
+    return found, _key_parts(inlined, [found.column], ranges, new, old, columns_of, found, kind)
+
+
+def coarse_description(sql: str, key: Sequence[str],
+                       columns_of: Callable[[str], Sequence[str]]) -> Optional[str]:
+    """What `coarse_keys_sql` would restrict by when every upstream moved (explain), or None."""
+    inlined = st.inline_ctes(st.parse(sql))
+    found = coarse_key(inlined, key, columns_of)
+    if found is None:
+        return None
+    return found.describe({o.index: o.upstream for o in st.occurrences(inlined)})
+
+
+def _key_parts(inlined: exp.Expression, key: Sequence[str],
+               ranges: Mapping[str, Tuple[int, int]], new: Mapping[str, int],
+               old: Mapping[str, int], columns_of: Optional[Callable[[str], Sequence[str]]],
+               coarse: Optional[Coarse] = None, kind: Optional[str] = None) -> List[str]:
     scans = st.occurrences(inlined)
     parts = []
     for occ in scans:
@@ -462,6 +500,10 @@ def affected_keys_sql(
         pins = {o.index: version for o in scans if o.index != occ.index
                 for version in [(new if o.index < occ.index else old).get(o.upstream)]
                 if version is not None}
+        if coarse is not None and columns_of is not None and occ.index in coarse.traced:
+            part = coarse_part(inlined, occ.index, coarse, source, pins, columns_of, kind)
+            parts.append(part.sql(dialect=DIALECT))
+            continue
         query, path = kp.affected_keys(inlined, occ.index, key, source, pins,
                                        new.get(occ.upstream))
         parts.append(query.sql(dialect=DIALECT))

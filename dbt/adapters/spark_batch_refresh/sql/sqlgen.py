@@ -92,6 +92,41 @@ def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[st
     )
 
 
+def staging_coarse(model_sql: str, values_relation: str, column: str, target: str,
+                   unique_key: Sequence[str], null_safe: bool = False) -> str:
+    """Recomputed rows for every output row whose `column` (a key column, coarse.py) holds one
+    of the affected values, plus a tombstone for each key of the target's rows with such a
+    value that the recompute no longer yields.
+
+    The target holds the model at the versions the refresh starts from, so its rows with those
+    values are exactly the old rows the change can have altered; read unpinned, a resumed
+    refresh finds its own committed chunks there, whose keys it recomputes the same way.
+    Outside a `null_safe` key, `IN` never meets a NULL value: a NULL among the values stages
+    one tombstone whose key is all NULL, as an affected NULL key does in `staging_affected`,
+    so the key check asks the model whether it has a row with a NULL key (and refuses or
+    replans null-safely, as it does there) rather than losing that row unseen.
+    """
+    c = q(column)
+    restrict = (f"EXISTS (SELECT 1 FROM _br_coarse _br_x WHERE _br_x.{c} <=> {{a}}.{c})"
+                if null_safe else f"{{a}}.{c} IN (SELECT {c} FROM _br_coarse)")
+    cols = ", ".join(f"_br_t.{q(k)}" for k in unique_key)
+    keys = ", ".join(
+        f"CASE WHEN _br_r.{PRESENT} THEN _br_r.{q(k)} ELSE _br_o.{q(k)} END AS {a}"
+        for k, a in zip(unique_key, key_aliases(unique_key)))
+    return (
+        f"WITH _br_coarse AS (SELECT DISTINCT {c} FROM {values_relation}),\n"
+        f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
+        f"  WHERE {restrict.format(a='_br_m')}\n),\n"
+        f"_br_old AS (SELECT {cols} FROM {target} _br_t WHERE {restrict.format(a='_br_t')}"
+        + ("" if null_safe else
+           f"\n  UNION ALL SELECT {', '.join(f'NULL AS {q(k)}' for k in unique_key)} "
+           f"FROM _br_coarse WHERE {c} IS NULL")
+        + ")\n"
+        f"SELECT _br_r.*, {keys}\n"
+        f"FROM _br_rows _br_r FULL JOIN _br_old _br_o ON {keys_match(unique_key, '_br_r', '_br_o')}"
+    )
+
+
 def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
                          unique_key: Sequence[str]) -> str:
     """Staging of a row-wise replay computed from the change feed alone.
