@@ -150,7 +150,7 @@ def coarse_part(tree: exp.Expression, occurrence: int, coarse: Coarse,
         if to is not None:
             # TRY_: a change row the model filters out may hold a value the cast refuses
             # (under ANSI, an error); a row that reaches the output casts, as its join did
-            value = exp.TryCast(this=value, to=to)
+            value = exp.TryCast(this=value, to=to, safe=True)
     changed = st.aliased(change_source.copy(), route.aliases[0])
     query = exp.select(exp.alias_(value, coarse.column, quoted=True)).from_(changed)
     classes = _classes(scope.edges)
