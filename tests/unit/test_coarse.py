@@ -166,3 +166,11 @@ def test_explain_names_the_column_and_each_scan_s_route():
                                  lambda t: COLUMNS[t])
     assert text == ("affected rows by l_orderkey, its values from the change rows of "
                     "s.customer (through orders), s.orders (its own), s.lineitem (its own)")
+
+
+def test_a_model_of_one_scan_keeps_the_walk():
+    # its walk reads the change rows alone; the coarse staging would read the target besides
+    sql = "select o_custkey, o_orderdate, count(*) as n from s.orders group by 1, 2"
+    assert coarse(sql, ["o_custkey", "o_orderdate"]).column == "o_custkey"
+    assert sa.coarse_keys_sql(sql, ["o_custkey", "o_orderdate"], {"s.orders": (2, 3)}, {}, {},
+                              lambda t: COLUMNS[t]) is None

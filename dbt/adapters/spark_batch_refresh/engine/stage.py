@@ -233,8 +233,13 @@ class Stager:
             if coarse is not None:
                 found, parts = coarse
                 self._run(f"CACHE TABLE {keys} AS\n{sqlgen.affected_keys(parts, [found.column])}")
-                select = sqlgen.staging_coarse(model_sql, keys, found.column, target or "",
-                                               config.unique_key, config.nullable_key)
+                # A key of that one column: its values are the affected keys themselves, and
+                # the target need not be read for the old ones.
+                select = (sqlgen.staging_affected(model_sql, keys, config.unique_key,
+                                                  config.nullable_key)
+                          if len(config.unique_key) == 1 else
+                          sqlgen.staging_coarse(model_sql, keys, found.column, target or "",
+                                                config.unique_key, config.nullable_key))
             else:
                 parts = sa.affected_keys_sql(sql, config.unique_key, ranges, pinned,
                                              plan.versions_from(), self._table_columns)

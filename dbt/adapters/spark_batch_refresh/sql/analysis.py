@@ -467,6 +467,8 @@ def coarse_keys_sql(
     walk projecting that column. None when no changed scan traces to a key column.
     `column_types`: the model's output column types by lower-case name."""
     inlined = st.inline_ctes(st.parse(sql))
+    if len(st.scans(inlined)) < 2:
+        return None  # the walk reads the change rows alone, and needs no read of the target
     found = coarse_key(inlined, key, columns_of, set(ranges))
     if found is None:
         return None
