@@ -174,3 +174,24 @@ def test_a_model_of_one_scan_keeps_the_walk():
     assert coarse(sql, ["o_custkey", "o_orderdate"]).column == "o_custkey"
     assert sa.coarse_keys_sql(sql, ["o_custkey", "o_orderdate"], {"s.orders": (2, 3)}, {}, {},
                               lambda t: COLUMNS[t]) is None
+
+
+def test_a_defect_of_the_coarse_analysis_costs_the_walk_not_the_refresh():
+    from datetime import datetime
+
+    from dbt.adapters.spark_batch_refresh.engine.stage import Stager
+    from dbt.adapters.spark_batch_refresh.plan.config import parse_config
+    from dbt.adapters.spark_batch_refresh.plan.planner import Plan, UpstreamPoint
+
+    def broken(table):
+        raise ValueError("a defect")
+
+    stager = Stager(lambda sql: [], lambda sql: None, lambda sql: [], broken, None)
+    config = parse_config("m", {"unique_key": ["l_orderkey", "o_orderdate"]})
+    at = datetime(2026, 1, 1)
+    plan = Plan("replay", "", "incremental",
+                pinned={t: UpstreamPoint(2, at) for t in ("s.lineitem", "s.orders", "s.customer")},
+                consumed={t: UpstreamPoint(1, at) for t in ("s.lineitem", "s.orders", "s.customer")})
+    assert stager._coarse(Q3, config, plan.ranges(), plan, []) is None
+    stager = Stager(lambda sql: [], lambda sql: None, lambda sql: [], lambda t: COLUMNS[t], None)
+    assert stager._coarse(Q3, config, plan.ranges(), plan, [])[0].column == "l_orderkey"

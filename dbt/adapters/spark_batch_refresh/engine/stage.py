@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, List, Mapping, Optional, Sequence, Tuple
 
+from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
+
 from dbt.adapters.spark_batch_refresh.sql import aggdelta as ad
 from dbt.adapters.spark_batch_refresh.sql import analysis as sa
 from dbt.adapters.spark_batch_refresh.sql import sqlgen
@@ -32,6 +35,9 @@ from dbt.adapters.spark_batch_refresh.sql.rewrite import (
 
 # Key types whose min/max render as literals the MERGE can prune target files by.
 _RANGE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date")
+
+
+logger = AdapterLogger("SparkBatchRefresh")
 
 
 @dataclass
@@ -281,12 +287,19 @@ class Stager:
                 plan: Plan, columns: Columns) -> Optional[Tuple[Coarse, List[str]]]:
         """The coarse key column and its value queries (coarse.py), where a changed scan
         traces to a key column; None where none does, or where the walk projecting that
-        column alone is refused (the full key's walk decides then)."""
+        column alone is refused (the full key's walk decides then). A defect of this
+        analysis costs the walk, never the refresh (as a defect of the model's analysis
+        costs a full recompute); a failed statement is not one."""
         try:
             return sa.coarse_keys_sql(sql, config.unique_key, ranges, plan.versions_to(),
                                       plan.versions_from(), self._table_columns,
                                       {c.lower(): t for c, t in columns})
         except st.NotIncremental:
+            return None
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - pure analysis: any defect falls back
+            logger.debug(f"batch_refresh: coarse keys not used ({type(exc).__name__}: {exc})")
             return None
 
     def whole_model(self, sql: str, analysis: sa.Analysis, plan: Plan, columns: Columns,
