@@ -84,8 +84,7 @@ def staging_affected(model_sql: str, keys_relation: str, unique_key: Sequence[st
                 f"{tuple_cols} IN (SELECT {cols} FROM _br_affected)")
     return (
         f"WITH _br_affected AS (SELECT {cols} FROM {keys_relation}),\n"
-        f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
-        f"  WHERE {restrict}\n)\n"
+        f"{_rows_where(model_sql, restrict)}\n"
         f"SELECT _br_r.*, {_keys_out(unique_key, '_br_a')}\n"
         f"FROM _br_affected _br_a LEFT JOIN _br_rows _br_r ON "
         f"{keys_match(unique_key, '_br_a', '_br_r')}"
@@ -115,8 +114,7 @@ def staging_coarse(model_sql: str, values_relation: str, column: str, target: st
         for k, a in zip(unique_key, key_aliases(unique_key)))
     return (
         f"WITH _br_coarse AS (SELECT DISTINCT {c} FROM {values_relation}),\n"
-        f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
-        f"  WHERE {restrict.format(a='_br_m')}\n),\n"
+        f"{_rows_where(model_sql, restrict.format(a='_br_m'))},\n"
         f"_br_old AS (SELECT {cols} FROM {target} _br_t WHERE {restrict.format(a='_br_t')}"
         + ("" if null_safe else
            f"\n  UNION ALL SELECT {', '.join(f'NULL AS {q(k)}' for k in unique_key)} "
@@ -125,6 +123,12 @@ def staging_coarse(model_sql: str, values_relation: str, column: str, target: st
         f"SELECT _br_r.*, {keys}\n"
         f"FROM _br_rows _br_r FULL JOIN _br_old _br_o ON {keys_match(unique_key, '_br_r', '_br_o')}"
     )
+
+
+def _rows_where(model_sql: str, restrict: str) -> str:
+    """The `_br_rows` CTE: the model's rows that `restrict` keeps, marked present."""
+    return (f"_br_rows AS (\n  SELECT _br_m.*, true AS {PRESENT} FROM (\n{model_sql}\n  ) _br_m\n"
+            f"  WHERE {restrict}\n)")
 
 
 def staging_from_changes(plus_sql: str, minus_sql: str, columns: Sequence[str],
