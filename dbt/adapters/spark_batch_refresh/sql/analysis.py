@@ -8,6 +8,7 @@ upstream replaced by its change rows.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -469,23 +470,12 @@ def coarse_keys_sql(
     inlined = st.inline_ctes(st.parse(sql))
     if len(st.scans(inlined)) < 2:
         return None  # the walk reads the change rows alone, and needs no read of the target
-    columns_of = _remembered(columns_of)  # each value query reads the scope again
+    columns_of = functools.cache(columns_of)  # each value query reads the scope again
     found = coarse_key(inlined, key, columns_of, set(ranges))
     if found is None:
         return None
     kind = (column_types or {}).get(found.column.lower())
     return found, _key_parts(inlined, [found.column], ranges, new, old, columns_of, found, kind)
-
-
-def _remembered(columns_of: Callable[[str], Sequence[str]]) -> Callable[[str], Sequence[str]]:
-    """`columns_of` asked once per table (a DESCRIBE each)."""
-    known: dict = {}
-
-    def remembered(table: str) -> Sequence[str]:
-        if table not in known:
-            known[table] = columns_of(table)
-        return known[table]
-    return remembered
 
 
 def coarse_description(sql: str, key: Sequence[str],

@@ -105,6 +105,7 @@ def coarse_key(tree: exp.Expression, key: Sequence[str], columns_of: ColumnsOf,
         return None
     top, scope, reader = read
     classes = _classes(scope.edges)
+    neighbours = _neighbours(classes)
     index = {id(t): i for i, t in enumerate(st.scans(tree))}
     scans = {i: a for a, src in scope.leaves.items() if isinstance(src.node, exp.Table)
              and not src.null_supplied for i in [index.get(id(src.node))] if i is not None
@@ -116,7 +117,7 @@ def coarse_key(tree: exp.Expression, key: Sequence[str], columns_of: ColumnsOf,
         if not holders:
             continue
         traced = {i: route for i, alias in scans.items()
-                  for route in [_route(alias, holders, scope, classes)] if route is not None}
+                  for route in [_route(alias, holders, neighbours)] if route is not None}
         rank = (len(traced), sum(r.direct for r in traced.values()),
                 -sum(len(r.aliases) for r in traced.values()))
         if traced and rank > best_rank:
@@ -205,7 +206,7 @@ class _Reader:
 
     def __init__(self, select: exp.Select, scope: _Scope, columns_of: ColumnsOf,
                  null_supplied: bool) -> None:
-        self._select, self._scope, self._columns_of = select, scope, columns_of
+        self._select, self._columns_of = select, columns_of
         self._items: Dict[str, _Source] = {}
         self._inner: Dict[str, _Reader] = {}
         self._names: Dict[str, Set[str]] = {}
@@ -392,14 +393,19 @@ def _grouped_by(select: exp.Select, column: str, written: exp.Expression,
     return False
 
 
-def _route(start: str, holders: Mapping[str, str], scope: _Scope,
-           classes: Mapping[Col, Set[Col]]) -> Optional[Route]:
-    """The shortest chain of equalities from `start` to a holder (breadth first)."""
+def _neighbours(classes: Mapping[Col, Set[Col]]) -> Dict[str, Set[str]]:
+    """The sources each source is equal-joined to (through any class of equal columns)."""
     neighbours: Dict[str, Set[str]] = {}
     for members in classes.values():
         aliases = {a for a, _ in members}
         for a in aliases:
             neighbours.setdefault(a, set()).update(aliases - {a})
+    return neighbours
+
+
+def _route(start: str, holders: Mapping[str, str],
+           neighbours: Mapping[str, Set[str]]) -> Optional[Route]:
+    """The shortest chain of equalities from `start` to a holder (breadth first)."""
     paths: Dict[str, Tuple[str, ...]] = {start: (start,)}
     frontier = [start]
     while frontier:
