@@ -122,3 +122,40 @@ class TestFailedTasksQuiet:
         rows = session.sql(f"select id, v from {table} order by id").collect()
         assert [(r["id"], r["v"]) for r in rows] == [(0, 0), (1, 11), (2, 21), (3, 30),
                                                      (4, 40), (7, 70)]
+
+
+class TestReplaceUsingFromCache:
+    def test_a_cached_staging_that_reads_the_target_is_written_as_cached(self, project):
+        """An overwrite by `saveAsTable` uncaches every cached plan that reads the table it
+        writes before it runs, so the REPLACE USING write of a cached staging that reads the
+        target (as the coarse keys' staging does) ran the staging's query again: its rows are
+        materialized before the write now. A Python UDF counts the staging's evaluations."""
+        from dbt.adapters.spark_batch_refresh.embedded.spark import EmbeddedSpark
+        from dbt.adapters.spark_batch_refresh.storage.frame_write import (
+            reads_table, replace_using_statement, write_replace_using)
+
+        session = EmbeddedSpark._base.newSession()
+        table = f"{project.test_schema}.replaced_from_cache"
+        session.sql(f"create table {table} using delta as select id, id * 10 as v from range(5)")
+        evaluated = session.sparkContext.accumulator(0)
+
+        def counted(value: int) -> int:
+            evaluated.add(1)
+            return value
+
+        session.udf.register("_br_probe_counted", counted, "bigint")
+        session.sql(f"cache lazy table _br_probe_staging as select t.id, "
+                    f"_br_probe_counted(t.v + 1) as v from {table} t where t.id in (1, 2)")
+        assert session.sql("select count(*) as n from _br_probe_staging").collect()[0]["n"] == 2
+        assert evaluated.value == 2
+        statement = replace_using_statement(
+            f"INSERT INTO {table} REPLACE USING (`id`)\nSELECT id, v FROM _br_probe_staging")
+        assert statement is not None
+        query = session.sql(statement.query)
+        write_replace_using(session, statement)
+        assert evaluated.value == 2  # written from the cache, not evaluated again
+        rows = session.sql(f"select id, v from {table} order by id").collect()
+        assert [(r["id"], r["v"]) for r in rows] == [(0, 0), (1, 11), (2, 21), (3, 30), (4, 40)]
+        assert reads_table(session, query, table)
+        assert not reads_table(session, session.sql("select 1 as id"), table)
+        session.sql("drop view if exists _br_probe_staging")
