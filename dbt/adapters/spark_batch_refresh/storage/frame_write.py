@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, List, Optional, Set
+from typing import Any, List, Optional
 
 _STATEMENT = re.compile(
     r"\s*INSERT\s+INTO\s+(?P<target>(?:`[^`]*`|[^\s`])+)\s+REPLACE\s+USING\s*"
@@ -71,22 +71,31 @@ def write_replace_using(session: Any, statement: ReplaceUsing) -> None:
 
 
 def reads_table(session: Any, frame: Any, table: str) -> bool:
-    """Whether the frame's analyzed plan (cached views included) reads the catalog table."""
+    """Whether a cached plan the frame reads reads the catalog table, which the write's
+    uncaching would drop (the frame's own reads of it, an anti-join, are read once anyway):
+    the plan reads the table more often as analyzed than with its cached parts in place."""
     try:
-        wanted = _catalog_tables(session.table(table))
-        return bool(wanted) and bool(wanted & _catalog_tables(frame))
+        wanted = _catalog_reads(session.table(table)._jdf.queryExecution().analyzed())
+        execution = frame._jdf.queryExecution()
+        return _reads_of(execution.analyzed(), wanted) > \
+            _reads_of(execution.withCachedData(), wanted)
     except Exception:  # noqa: BLE001 - a plan this cannot read: written as before
         return False
 
 
-def _catalog_tables(frame: Any) -> Set[str]:
-    names: Set[str] = set()
-    leaves = frame._jdf.queryExecution().analyzed().collectLeaves().iterator()
+def _reads_of(plan: Any, tables: List[str]) -> int:
+    return sum(1 for name in _catalog_reads(plan) if name in tables)
+
+
+def _catalog_reads(plan: Any) -> List[str]:
+    """The catalog tables the plan's leaves read, once per leaf."""
+    names: List[str] = []
+    leaves = plan.collectLeaves().iterator()
     while leaves.hasNext():
         leaf = leaves.next()
         if leaf.getClass().getSimpleName() != "LogicalRelation":
             continue
         table = leaf.catalogTable()
         if table.isDefined():
-            names.add(table.get().identifier().unquotedString())
+            names.append(table.get().identifier().unquotedString())
     return names
