@@ -58,11 +58,11 @@ def write_replace_using(session: Any, statement: ReplaceUsing) -> None:
     """The DataFrame write of the statement (by name: the query's columns are the target's;
     Delta casts nothing here, so their types must be the target's, apply.py checks that).
 
-    A query that reads the target is materialized first (a local checkpoint): an overwrite by
-    `saveAsTable` uncaches, before it runs, every cached plan that reads the table it writes,
-    so a cached staging that reads the target (the coarse keys' tombstones, a whole-keys
-    staging's target rows) would be computed again, model and all, inside the write (TPC-H
-    Q18 at SF 1: a 7.2 s write after a 7.0 s staging; design log, session 62)."""
+    A query reading a cached staging that reads the target (the coarse keys' tombstones) is
+    materialized first (a local checkpoint): an overwrite by `saveAsTable` uncaches, before it
+    runs, every cached plan that reads the table it writes, so the staging would be computed
+    again, model and all, inside the write (TPC-H Q18 at SF 1: a 7.2 s write after a 7.0 s
+    staging; design log, session 62)."""
     frame = session.sql(statement.query)
     if reads_table(session, frame, statement.target):
         frame = frame.localCheckpoint()
