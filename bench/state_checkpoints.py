@@ -2,7 +2,7 @@
 
 Each round is what a `dbt run` of `models` batch_refresh models writes after its last node
 (engine/record.py's Recorder.flush, as dbt runs it): the state read, the history INSERT, the
-state MERGE. Delta writes a checkpoint of a table every `delta.checkpointInterval` commits (10 by
+state write (a MERGE before session 63, an INSERT OVERWRITE since). Delta writes a checkpoint of a table every `delta.checkpointInterval` commits (10 by
 default) inside the commit that reaches it; between checkpoints every statement that needs the
 table's file list replays the JSON commits since the last one. One schema per interval, the
 rounds interleaved (the order rotated each round), in one local session with the embedded

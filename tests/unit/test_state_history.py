@@ -1,4 +1,4 @@
-"""The invocation's state and history write: one INSERT and one MERGE, whatever the model count."""
+"""The invocation's state and history write: one INSERT and one INSERT OVERWRITE, whatever the model count."""
 
 from __future__ import annotations
 
@@ -40,11 +40,12 @@ def test_one_state_commit_and_one_history_commit_for_many_models():
     recorder.add(Outcome("s", "model.p.d", "x.d", T, error="boom"))
     recorder.flush(lambda sql: [], ran.append)  # no state rows yet: every previous is offered
     # history first: a state row that records a refresh implies its history row was written
-    assert [s.split()[0] for s in ran] == ["INSERT", "MERGE"]
-    insert, merge = ran
-    assert _rows(merge) == 4  # four models, one statement
-    assert "WHEN MATCHED AND NOT s.ok THEN UPDATE SET last_outcome" in merge
-    assert "s.refresh >= t.refresh" in merge  # an older refresh never overwrites a newer one
+    assert [" ".join(s.split()[:2]) for s in ran] == ["INSERT INTO", "INSERT OVERWRITE"]
+    insert, state = ran
+    assert _rows(state) == 4  # four models, one statement
+    assert "FULL OUTER JOIN" in state  # the whole (one row per model) table rewritten
+    assert "WHEN NOT s.ok THEN s.last_outcome" in state  # a failure records its outcome only
+    assert "s.refresh >= t.refresh" in state  # an older refresh never overwrites a newer one
     # history: the new and the previous refresh of each model, each written only if missing
     assert _rows(insert) == 6
     assert "WHERE NOT EXISTS (SELECT 1 FROM s.batch_refresh_history h" in insert
@@ -60,7 +61,7 @@ def test_an_up_to_date_state_row_makes_the_history_write_a_blind_append():
                          history=history_row(commit, None, T, T),
                          previous=history_row(_commit("model.p.a", 2), None, T, T), previous_refresh=2))
     recorder.flush(lambda sql: [{"model_id": "model.p.a", "refresh": 2}], ran.append)
-    insert, merge = ran
+    insert, state = ran
     assert "NOT EXISTS" not in insert and _rows(insert) == 1  # refresh 3 alone, no read
     assert "(CAST('p3' AS STRING), CAST('model.p.a' AS STRING)" in insert
 

@@ -3,7 +3,8 @@
 A refresh's own record is its target commit (commit_log.py); the state and history tables are
 what users, `batch_refresh_status` and `dbt docs` read. Writing them per model would cost two
 commits per refresh, so each refresh leaves its rows here and the adapter writes them all in
-one history INSERT and one state MERGE when the invocation ends. A process that dies before
+one history INSERT and one state write (an INSERT OVERWRITE of the state table, one row per
+model) when the invocation ends. A process that dies before
 then loses nothing: the next refresh of the model writes its state row from the target's log
 and offers the history row of the refresh it started from again.
 
