@@ -335,8 +335,9 @@ class StateStore:
         Written as one INSERT OVERWRITE of the whole table (one row per model) joined with the
         new rows, not a MERGE: Delta's MERGE runs twice the jobs (it finds the matched files,
         then rewrites them), and this write ends every `dbt run` (8 models' rows, interleaved
-        rounds: 0.67 -> 0.53 s; docs/decisions.md, session 63). Concurrent writers conflict as they did: the overwrite reads the whole table, so a
-        commit that lands between its read and its commit fails it, and it is run again.
+        rounds: 0.67 -> 0.53 s; docs/decisions.md, session 63). Concurrent writers conflict as
+        they did: the overwrite reads the whole table, so a commit that lands between its read
+        and its commit fails it, and it is run again.
         """
         if not values:
             return
