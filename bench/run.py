@@ -305,7 +305,8 @@ def machine_info(args: argparse.Namespace, wall: float, spark: Any) -> Dict[str,
     }
 
 
-def _conf(text: str) -> Tuple[str, str]:
+def conf_arg(text: str) -> Tuple[str, str]:
+    """A `--spark-conf KEY=VALUE` argument (bench/run.py, bench/tpch.py)."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -334,7 +335,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="delta.checkpointInterval of every table the bench creates\n"
                         "(10 is Delta's default; the default here keeps checkpoints\n"
                         "out of the timed writes)")
-    p.add_argument("--spark-conf", action="append", default=[], type=_conf, metavar="KEY=VALUE",
+    p.add_argument("--spark-conf", action="append", default=[], type=conf_arg, metavar="KEY=VALUE",
                    help="a Spark conf of the embedded session (repeatable); yours win")
     p.add_argument("--out", default="bench/results", help="directory for JSON, Markdown, PNGs")
     p.add_argument("--name", default="bench", help="file name stem of the results")

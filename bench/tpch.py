@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench import tpch_data  # noqa: E402
 from bench import dbt_invoke  # noqa: E402
 from bench.dbt_invoke import SPARK_UP, run_models  # noqa: E402
-from bench.run import _conf  # noqa: E402
+from bench.run import conf_arg  # noqa: E402
 from bench.tpch_data import EXAMPLE, queries  # noqa: E402
 
 SOURCE_SCHEMA = "tpch"
@@ -241,7 +241,7 @@ def main(argv: List[str]) -> int:
     p.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
     p.add_argument("--steps", type=int, default=1, help="refresh steps (RF1 + RF2 + updates)")
     p.add_argument("--driver-memory", default="8g")
-    p.add_argument("--spark-conf", action="append", default=[], type=_conf, metavar="KEY=VALUE",
+    p.add_argument("--spark-conf", action="append", default=[], type=conf_arg, metavar="KEY=VALUE",
                    help="a Spark conf of the embedded session (repeatable; e.g. an event log)")
     p.add_argument("--out", default="bench/results")
     p.add_argument("--name", default="tpch")

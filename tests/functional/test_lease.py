@@ -18,23 +18,22 @@ class TestLeaseRace:
     def models(self):
         return {"placeholder.sql": "select 1 as id"}
 
-    def _race(self, project: Any, store_schema: str, model_id: str, seen_of: Any) -> List[Any]:
+    @staticmethod
+    def _at_once(project: Any, store_schema: str, prepare: Any, act: Any) -> List[Any]:
+        """act(i, store, prepared) on two connections at once, each after its own
+        prepare(store); what each returned or raised."""
         adapter = project.adapter
         results: List[Any] = [None, None]
         barrier = threading.Barrier(2)
-        now = datetime(2030, 1, 1)
 
         def contender(i: int) -> None:
             with adapter.connection_named(f"race_{i}"):
                 store = StateStore(store_schema, adapter._fetch_dicts, adapter._run_sql)
-                seen = seen_of(store)
+                prepared = prepare(store)
                 barrier.wait()
                 try:
-                    results[i] = store.take_lease(
-                        model_id=model_id, relation="x", seen=seen, run_id=f"run{i}",
-                        holder=f"t{i}", now=now, until=now + timedelta(hours=1), plan={"p": i},
-                    )
-                except Exception as exc:  # noqa: BLE001 - recorded and asserted below
+                    results[i] = act(i, store, prepared)
+                except Exception as exc:  # noqa: BLE001 - recorded and asserted by the caller
                     results[i] = exc
 
         threads = [threading.Thread(target=contender, args=(i,)) for i in range(2)]
@@ -43,6 +42,15 @@ class TestLeaseRace:
         for t in threads:
             t.join()
         return results
+
+    def _race(self, project: Any, store_schema: str, model_id: str, seen_of: Any) -> List[Any]:
+        now = datetime(2030, 1, 1)
+        def take(i: int, store: StateStore, seen: Any) -> bool:
+            return store.take_lease(model_id=model_id, relation="x", seen=seen, run_id=f"run{i}",
+                                    holder=f"t{i}", now=now, until=now + timedelta(hours=1),
+                                    plan={"p": i})
+
+        return self._at_once(project, store_schema, seen_of, take)
 
     def test_exactly_one_wins(self, project):
         schema = f"{project.test_schema}_leases"
@@ -112,8 +120,9 @@ class TestLeaseRace:
             store = StateStore(schema, project.adapter._fetch_dicts, project.adapter._run_sql)
             store.ensure()
             project.adapter._run_sql(
-                f"INSERT INTO {store.state} (model_id, relation, phase, fingerprint, plan, run_id, "
-                f"lease_holder, lease_until, chunks_total, chunks_done, refresh, last_outcome) VALUES "
+                f"INSERT INTO {store.state} (model_id, relation, phase, fingerprint, plan, "
+                f"run_id, lease_holder, lease_until, chunks_total, chunks_done, refresh, "
+                f"last_outcome) VALUES "
                 f"('m.old', 'x.old', 'idle', 'f5', NULL, 'r5', NULL, NULL, 1, 1, 5, 'success'), "
                 f"('m.live', 'x.live', 'refreshing', 'f1', 'p', 'r1', 'other', "
                 f"timestamp'2030-01-01 13:00:00', 3, 1, 1, 'success'), "
@@ -154,33 +163,19 @@ class TestLeaseRace:
 
     def test_two_end_of_run_writes_at_once_both_land(self, project):
         """Two invocations' state writes race (each reads the whole table and rewrites it):
-        Delta fails the later commit, it is written again, and neither model's row is lost or
-        doubled."""
+        where Delta fails the later commit it is written again, and neither model's row is
+        lost or doubled."""
         schema = f"{project.test_schema}_upsert_race"
         now = datetime(2030, 1, 1, 12)
         adapter = project.adapter
         with adapter.connection_named("setup"):
             StateStore(schema, adapter._fetch_dicts, adapter._run_sql).ensure()
         for trial in range(TRIALS):
-            barrier = threading.Barrier(2)
-            errors: List[Any] = []
+            def write(i: int, store: StateStore, _: Any, trial: int = trial) -> None:
+                store.upsert([{"model_id": f"m.t{trial}.w{i}", "relation": "x", "ok": True,
+                               "refresh": 1, "run_id": f"r{i}", "now": now}])
 
-            def writer(i: int) -> None:
-                with adapter.connection_named(f"upsert_{i}"):
-                    store = StateStore(schema, adapter._fetch_dicts, adapter._run_sql)
-                    barrier.wait()
-                    try:
-                        store.upsert([{"model_id": f"m.t{trial}.w{i}", "relation": "x", "ok": True,
-                                       "refresh": 1, "run_id": f"r{i}", "now": now}])
-                    except Exception as exc:  # noqa: BLE001 - asserted below
-                        errors.append(exc)
-
-            threads = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            assert errors == []
+            assert self._at_once(project, schema, lambda store: None, write) == [None, None]
         with adapter.connection_named("verify"):
             rows = adapter._fetch_dicts(f"SELECT model_id FROM {schema}.batch_refresh_state")
         assert sorted(r["model_id"] for r in rows) == sorted(
