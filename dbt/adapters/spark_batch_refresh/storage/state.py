@@ -53,23 +53,18 @@ _STATE_COLUMNS = """
 _STATE_COLUMN_NAMES = tuple(c.split()[0] for c in _STATE_COLUMNS.split(","))
 
 # How upsert() sets each state column, by what the new row `s` meets in the table `t`:
-# a model without a row gets one (columns not named here NULL) ...
-_INSERTED = {"model_id": "s.model_id", "relation": "s.relation", "phase": "'idle'",
-             "fingerprint": "s.fingerprint", "consumed": "s.consumed", "run_id": "s.run_id",
-             "target_version": "s.target_version", "target_committed_at": "s.target_committed_at",
-             "refresh": "s.refresh", "last_refresh_at": "s.last_refresh_at",
-             "last_action": "s.last_action", "last_outcome": "s.last_outcome",
-             "chunks_total": "s.chunks_total", "chunks_done": "s.chunks_total",
-             "staged_rows": "s.staged_rows", "model_sql": "s.model_sql", "updated_at": "s.now"}
-# ... a failed refresh records only its outcome ...
+# a failed refresh records only its outcome ...
 _FAILED = {"last_outcome": "s.last_outcome", "updated_at": "s.now"}
-# ... and a refresh not older than the row's takes the row, but a live lease another run holds.
+# ... a refresh not older than the row's takes the row, but a live lease another run holds ...
 _LIVE = "(t.phase <> 'idle' AND t.lease_until IS NOT NULL AND t.lease_until > s.now)"
 _FRESH = {"phase": "'idle'", "plan": "NULL", "lease_holder": "NULL", "lease_since": "NULL",
           "lease_until": "NULL", "run_id": "s.run_id", "chunks_done": "s.chunks_total"}
 _COPIED = ("relation", "fingerprint", "consumed", "target_version", "target_committed_at",
            "refresh", "last_refresh_at", "last_action", "last_outcome", "chunks_total",
            "staged_rows", "model_sql")
+# ... and a model without a row gets what that update writes with no lease to keep.
+_INSERTED = {"model_id": "s.model_id", **_FRESH, **{c: f"s.{c}" for c in _COPIED},
+             "updated_at": "s.now"}
 
 
 def _upserted(column: str) -> str:
