@@ -16,7 +16,9 @@ change set is staged and cached the way a replay stages it (model columns, `_br_
   present rows (Delta 4.4 on Spark 4.2; the embedded session and Spark Connect only, not SQL):
   one WRITE commit replacing the rows of the frame's keys and inserting new ones. It has no
   form for a delete (a key with no row in the frame keeps its target row), so its change set
-  leaves the tombstones out: timed for the write path, not a faithful apply of deletes.
+  leaves the tombstones out: timed for the write path, not a faithful apply of deletes;
+* `blind_insert`: the staged rows appended by a plain `INSERT INTO` (wrong as an apply: old
+  rows stay): the cheapest commit a write can make, the floor the others are read against.
 
 `recent` (third argument) instead picks the changed keys among the newest 2% of ids, in a
 target whose files hold contiguous id ranges (rows appended in id order, as orders or events
@@ -59,7 +61,7 @@ def main(rows: int, rounds: int, distribution: str = "uniform") -> None:
         top = rows
         found: Dict[str, List[float]] = {
             "merge": [], "replace_where": [], "replace_where_guarded": [], "delete_insert": [],
-            "replace_using": []}
+            "replace_using": [], "blind_insert": []}
         feed: Dict[str, str] = {}
         for r in range(rounds + 1):
             for method in found:
@@ -119,6 +121,8 @@ def apply(spark, method: str, keys: List[int], new: List[int]) -> None:  # type:
         (spark.sql("SELECT CAST(id AS BIGINT) id, CAST(customer_id AS BIGINT) customer_id, "
                    f"amount, status FROM s WHERE {sqlgen.PRESENT}")
          .write.format("delta").mode("overwrite").option("replaceUsing", "id").saveAsTable("t"))
+    elif method == "blind_insert":
+        spark.sql(f"INSERT INTO t SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
     else:
         spark.sql(f"DELETE FROM t WHERE id IN ({in_list})").collect()
         spark.sql(f"INSERT INTO t SELECT {cols} FROM s WHERE {sqlgen.PRESENT}").collect()
