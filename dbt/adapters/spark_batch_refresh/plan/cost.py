@@ -84,6 +84,11 @@ MARGIN = 1.15
 # RETRY_AFTER * KEEP + 1 for a strategy that kept losing.
 RETRY_AFTER = 3
 RETRY_WITHIN = 1.5
+# A loser whose estimate rests on one measurement is re-tried within a wider bound: a first
+# measurement can be a cold one (bench, 1M-row row-wise model, a busy machine: its first
+# replay of inserts took 1.6 s, later ones 0.4-0.7 s, and at 1.7-1.9x the 0.9-1.0 s overwrite
+# it was never run again). A second measurement that is as slow narrows it to RETRY_WITHIN.
+RETRY_WITHIN_ONCE = 2.5
 
 SINCE_KEY = "_since"
 # The strategies `choose` prices: each has an age, measured or not.
@@ -278,11 +283,11 @@ def choose(memory: CostMemory, change_rows: Optional[int],
     cheapest = _best(cands)
     if steady is not None and _pays_back(steady, over):
         return _rebuilt_replay(cands, steady, over)
-    retried = _retry(cands, cheapest, memory)
+    retried = _retry(cands, cheapest, memory, inserts)
     if retried is None:
         return Choice(cheapest.strategy, tuple(_rejections(cands, cheapest)), cheapest.seconds)
     why = (f"{retried.strategy} tried again: not run for {memory.age(retried.strategy)} "
-           f"refreshes, estimate within {RETRY_WITHIN:g}x")
+           f"refreshes, estimate within {_retry_bound(retried, cheapest):g}x")
     shown = [replace(c, rejected=None) if c.strategy == retried.strategy
              else replace(c, rejected=why) if c.strategy == cheapest.strategy else c
              for c in _rejections(cands, cheapest)]
@@ -329,26 +334,43 @@ def _best(cands: Sequence[Candidate]) -> Candidate:
     return next(c for c in cands if c.strategy == FULL)
 
 
-def retry_after(memory: CostMemory, strategy: str) -> int:
+def retry_after(memory: CostMemory, strategy: str, inserts: bool = False) -> int:
     """Refreshes a losing `strategy` waits before it runs again: RETRY_AFTER per sample kept
     (at least one), so each re-try that loses again makes the next wait longer, up to
     RETRY_AFTER * KEEP."""
-    return RETRY_AFTER * max(1, len(memory.of(strategy)))
+    return RETRY_AFTER * max(1, len(memory.of(_sampled(strategy, inserts))))
 
 
-def _retry(cands: Sequence[Candidate], best: Candidate,
-           memory: CostMemory) -> Optional[Candidate]:
+def _sampled(strategy: str, inserts: bool) -> str:
+    """Whose samples price `strategy`: a replay of inserts alone has its own (INSERTS)."""
+    return INSERTS if inserts and strategy == REPLAY else strategy
+
+
+def _retry(cands: Sequence[Candidate], best: Candidate, memory: CostMemory,
+           inserts: bool = False) -> Optional[Candidate]:
     """A candidate that lost to `best` and has not run for `retry_after` measured refreshes,
-    when its estimate is within RETRY_WITHIN of `best`'s (the stalest first). A guess counts
-    as an estimate: a default replay that lost narrowly to a measured overwrite is tried once
-    too, and measured."""
+    when its estimate is within RETRY_WITHIN of `best`'s (RETRY_WITHIN_ONCE when it rests on
+    one measurement; the stalest first). A guess counts as an estimate: a default replay that
+    lost narrowly to a measured overwrite is tried once too, and measured."""
     if best.seconds is None:
         return None
     due = [c for c in cands
            if c is not best and c.rejected is None and c.seconds is not None
-           and memory.age(c.strategy) >= retry_after(memory, c.strategy)
-           and c.seconds <= RETRY_WITHIN * best.seconds]
+           and memory.age(c.strategy) >= retry_after(memory, c.strategy, inserts)
+           and c.seconds <= _retry_within(c, memory, inserts) * best.seconds]
     return max(due, key=lambda c: memory.age(c.strategy)) if due else None
+
+
+def _retry_within(c: Candidate, memory: CostMemory, inserts: bool) -> float:
+    once = c.basis == MEASURED and len(memory.of(_sampled(c.strategy, inserts))) == 1
+    return RETRY_WITHIN_ONCE if once else RETRY_WITHIN
+
+
+def _retry_bound(retried: Candidate, best: Candidate) -> float:
+    """The bound a re-tried estimate is within, as the reason states it: the narrower one
+    where it holds."""
+    assert retried.seconds is not None and best.seconds is not None
+    return RETRY_WITHIN if retried.seconds <= RETRY_WITHIN * best.seconds else RETRY_WITHIN_ONCE
 
 
 def _margin(candidate: Candidate, replay: Candidate) -> float:
