@@ -475,6 +475,12 @@ class Generator:
         if nullable & set(key_sides):
             features.add("key_reads_null_supplying_side")
 
+    def projection_besides(self, sides: Sequence[Side], n: int, key_name: str) -> Tuple[List[str], Dict[str, Col]]:
+        """A projection beside a join key: the key's own name (`m_k` for `m.k`) is selected once."""
+        items, cols = self.projection(sides, n)
+        cols.pop(key_name, None)
+        return [i for i in items if not i.endswith(f" as {key_name}")], cols
+
     def projection(self, sides: Sequence[Side], n: int) -> Tuple[List[str], Dict[str, Col]]:
         items, cols = [], {}
         pool = [(s, name) for s in sides for name in s.cols]
@@ -535,9 +541,7 @@ class Generator:
             features.add("ref")
         key_expr, key_name, key_col, key_sides = self.join_key(sides, joins, features)
         self.join_features(sides, joins, key_sides, features)
-        items, cols = self.projection(self.nulled(sides, joins), self.rng.randint(2, 5))
-        cols.pop(key_name, None)
-        items = [i for i in items if not i.endswith(f" as {key_name}")]
+        items, cols = self.projection_besides(self.nulled(sides, joins), self.rng.randint(2, 5), key_name)
         for n, j in enumerate(joins):
             merged = j.on[len("using ("):-1] if j.using else ""
             # unqualified, the name is ambiguous once a later side has a column of that name
@@ -1007,7 +1011,7 @@ class Generator:
         part_pool = [(x, n) for x in sides for n, c in x.cols.items()
                      if c.type in ("int", "string", "bigint", "date", "decimal(10,2)")]
         s, part = self.rng.choice(part_pool or [(sides[0], sides[0].ident)])
-        items, cols = self.projection(self.nulled(sides, joins), 2)
+        items, cols = self.projection_besides(self.nulled(sides, joins), 2, key_name)
         numeric = [(x, n) for x in sides for n, c in x.cols.items() if c.type in NUMERIC]
         if numeric:
             xs, n = self.rng.choice(numeric)
@@ -1032,9 +1036,7 @@ class Generator:
             if len(sides) > 1:
                 key_expr, key_name, key_col, key_sides = self.join_key(sides, joins, features)
                 self.join_features(sides, joins, key_sides, features)
-                items, cols = self.projection(self.nulled(sides, joins), self.rng.randint(2, 4))
-                cols.pop(key_name, None)
-                items = [i for i in items if not i.endswith(f" as {key_name}")]
+                items, cols = self.projection_besides(self.nulled(sides, joins), self.rng.randint(2, 4), key_name)
                 body = f"select {key_expr} as {key_name}, {', '.join(items)}\n{self.from_where(name, sides, joins)}"
                 return Model(name, "downstream_join", body, {key_name: key_col, **cols}, [key_name],
                              {"unique_key": key_name}, features, key_name)

@@ -22,7 +22,8 @@ def test_seeded_and_parseable():
         assert [m.body for m in models] == [m.body for m in generate(seed, 16)]
         for m in models:
             kinds.add(m.kind.split("_")[0])
-            sqlglot.parse_one(rendered(m.body), dialect="spark")
+            names = [n.lower() for n in sqlglot.parse_one(rendered(m.body), dialect="spark").named_selects]
+            assert len(names) == len(set(names)), (seed, m.name, names)  # else its `table` twin fails
             key = m.config.get("unique_key")
             if key is not None:
                 assert [k.lower() for k in (key if isinstance(key, list) else [key])] == m.key
