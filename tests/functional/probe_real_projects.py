@@ -220,6 +220,88 @@ qualify row_number() over (partition by o.product_id order by o.amount desc, o.i
 select o.id, c.region, sum(o.amount) over (partition by c.region order by o.id) as running
 from {O} o left join {C} c on c.id = o.customer_id""",
 })
+# Session 65: dbt-labs' mrr-playbook as a Spark user ports it (its date spine an ephemeral
+# model, dbt_utils.surrogate_key spelled out, lateral aliases in windows moved to a nested
+# SELECT, which Spark refuses): a staging model of subscriptions over orders (periods of one or
+# two months that never overlap), customer months by a range join to the spine, a left join
+# with a range and an OR, windows per customer, the churn month after the last active one, and
+# MRR changes by lag over the union of the two. Keyless as the playbook writes them and keyed by
+# their grain.
+REV = """
+with subscription_periods as (select * from {{ ref('m_subscription_periods') }}),
+months as (select * from {{ ref('m_util_months') }}),
+customers as (
+  select customer_id, date_trunc('month', min(start_date)) as date_month_start,
+         date_trunc('month', max(end_date)) as date_month_end
+  from subscription_periods group by 1),
+customer_months as (
+  select customers.customer_id, months.date_month from customers
+  inner join months on months.date_month >= customers.date_month_start
+                   and months.date_month < customers.date_month_end),
+joined as (
+  select customer_months.date_month, customer_months.customer_id,
+         coalesce(subscription_periods.monthly_amount, 0) as mrr
+  from customer_months
+  left join subscription_periods
+    on customer_months.customer_id = subscription_periods.customer_id
+   and customer_months.date_month >= subscription_periods.start_date
+   and (customer_months.date_month < subscription_periods.end_date
+        or subscription_periods.end_date is null)),
+flagged as (select *, mrr > 0 as is_active from joined),
+windowed as (
+  select *,
+    min(case when is_active then date_month end) over (partition by customer_id) as first_active_month,
+    max(case when is_active then date_month end) over (partition by customer_id) as last_active_month
+  from flagged)
+select *, first_active_month = date_month as is_first_month,
+       last_active_month = date_month as is_last_month
+from windowed"""
+CHURN = """
+with mrr as (select * from {{ ref('%s') }})
+select dateadd(month, 1, date_month)::date as date_month, customer_id, 0::float as mrr,
+       false as is_active, first_active_month, last_active_month,
+       false as is_first_month, false as is_last_month
+from mrr where is_last_month"""
+MRR = """
+with unioned as (
+  select * from {{ ref('%s') }}
+  union all
+  select * from {{ ref('%s') }}),
+lagged as (
+  select *,
+    coalesce(lag(is_active) over (partition by customer_id order by date_month), false)
+      as previous_month_is_active,
+    coalesce(lag(mrr) over (partition by customer_id order by date_month), 0) as previous_month_mrr
+  from unioned),
+mrr_with_changes as (select *, mrr - previous_month_mrr as mrr_change from lagged)
+select md5(concat(coalesce(cast(date_month as string), ''), '-',
+                  coalesce(cast(customer_id as string), ''))) as id,
+  *,
+  case when is_first_month then 'new'
+       when not(is_active) and previous_month_is_active then 'churn'
+       when is_active and not(previous_month_is_active) then 'reactivation'
+       when mrr_change > 0 then 'upgrade'
+       when mrr_change < 0 then 'downgrade'
+  end as change_category,
+  least(mrr, previous_month_mrr) as renewal_amount
+from mrr_with_changes"""
+GRAIN = "{{ config(materialized='batch_refresh', unique_key=['date_month', 'customer_id']) }}\n"
+PROBES.update({
+ "m_util_months": "{{ config(materialized='ephemeral') }}\n"
+   "select explode(sequence(date'2018-01-01', date'2070-01-01', interval 1 month)) as date_month",
+ "m_subscription_periods": cfg('subscription_id') + f"""
+select id as subscription_id, customer_id,
+       add_months(date'2018-01-01', id * 2) as start_date,
+       add_months(date'2018-01-01', id * 2 + 1 + coalesce(amount, 0) % 2) as end_date,
+       coalesce(amount, 0) + 1 as monthly_amount
+from {O} where status <> 'cancelled'""",
+ "m_customer_revenue_by_month": cfg() + REV,
+ "m_customer_churn_month": cfg() + CHURN % "m_customer_revenue_by_month",
+ "m_mrr": cfg() + MRR % ("m_customer_revenue_by_month", "m_customer_churn_month"),
+ "mk_customer_revenue_by_month": GRAIN + REV,
+ "mk_customer_churn_month": GRAIN + CHURN % "mk_customer_revenue_by_month",
+ "mk_mrr": cfg('id') + MRR % ("mk_customer_revenue_by_month", "mk_customer_churn_month"),
+})
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 
