@@ -35,7 +35,7 @@ BATCH_MODELS = ["customer_orders", "customer_totals", "gated_orders", "orders_en
 RESPONSE_KEYS = {
     "action", "reason", "mode", "resumed", "fallback_reason", "versions_from", "versions_to",
     "rows_inserted", "rows_updated", "rows_deleted", "staged_rows", "chunks", "next_due",
-    "run_id", "rows_affected", "code", "_message", "strategy",
+    "run_id", "rows_affected", "code", "_message", "strategy", "rewritten",
 }
 
 SHOP_SOURCE = """
@@ -360,6 +360,13 @@ def test_summary_lines_say_what_and_why():
     assert _status.short_message(skip) == (
         "SKIP: gate closed (refresh_interval 1h); next due 2030-01-01 10:00:00")
     assert _status.short_message({"action": "backfill", "rows_inserted": 7}) == "BACKFILL 7 rows"
+    # a keyless full recompute rewrites the whole table: its rows are the new size, not +N ~0 -0
+    keyless = {"action": "full", "reason": "upstream moved: s.orders v1->v2", "mode": "full",
+               "versions_from": {"s.orders": 1}, "versions_to": {"s.orders": 2},
+               "rows_inserted": 6, "chunks": 1, "rewritten": True}
+    assert _status.summary_line(keyless) == (
+        "full recompute v1->v2 of orders: 6 rows rewritten in 1 chunk (upstream moved; mode full)")
+    assert _status.short_message(keyless) == "FULL 6 rows rewritten"
 
 
 def test_status_report_lag_and_next_due():

@@ -80,6 +80,7 @@ class Applier:
                 raise
             conflict = exc  # lost a race at commit time: to another run of this refresh?
         landed = self._landed(req, commit, conflict)
+        result.rewritten = result.rewritten or write is Write.INSERT_OVERWRITE
         for name, value in counts.items():
             setattr(result, name, getattr(result, name) + value)
         if not counts and landed.metrics:
@@ -420,10 +421,13 @@ def merge_counts(rows: List[Dict[str, Any]]) -> Dict[str, int]:
             "rows_deleted": int(r.get("num_deleted_rows") or 0)}
 
 
-def count_committed(metrics: Any, result: RefreshResult) -> None:
+def count_committed(metrics: Any, result: RefreshResult, parameters: Any = None) -> None:
     """Rows of a commit from the target's history (a chunk an interrupted run committed, or an
-    append whose statement returned no counts, a write straight from the model)."""
+    append whose statement returned no counts, a write straight from the model); `parameters`
+    (its operationParameters, when read) tell a whole-table rewrite."""
     metrics = as_map(metrics)
+    if str(as_map(parameters).get("mode", "")).lower() == "overwrite":
+        result.rewritten = True
 
     def number(name: str) -> int:
         try:

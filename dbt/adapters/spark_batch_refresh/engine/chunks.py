@@ -146,7 +146,8 @@ class ChunkedApply:
             found = RefreshCommit.from_history(entry, req.model_id)
             if found is not None and found.plan_id == last.plan_id and found.chunk not in done:
                 done.add(found.chunk)
-                count_committed(entry.get("operationMetrics"), result)
+                count_committed(entry.get("operationMetrics"), result,
+                                entry.get("operationParameters"))
         return done
 
     def _chunks(self, req: RefreshRequest, config: BatchRefreshConfig, staged: Staged,

@@ -608,6 +608,7 @@ def _refreshed_concurrently(run: _Run, winner: Optional[RefreshCommit]) -> Refre
                      "nothing")
     result.refreshed_by = winner.plan_id if winner else None
     result.rows_inserted = result.rows_updated = result.rows_deleted = 0
+    result.rewritten = False
     if winner is not None:
         result.versions_to = {u: p.version for u, p in winner.pinned.items()}
     return result

@@ -44,6 +44,10 @@ class RefreshCounts:
     rows_deleted: int = 0
     staged_rows: int = 0
     chunks: int = 0  # target commits
+    # The whole target rewritten in one commit (an overwrite, a keyless full recompute, a
+    # global aggregate's replay): `rows_inserted` is then its new size, and every old row left
+    # its change feed as deleted, which the counts do not repeat.
+    rewritten: bool = False
     statements: int = 0  # SQL statements this refresh issued
     writes: int = 0  # of which Delta writes (each one commit)
     duration_s: float = 0.0
@@ -81,6 +85,8 @@ class RefreshResult(RefreshCounts):
         )
         verb = ("resumed " if self.resumed else "") + self.action
         tail = f" (fallback: {self.fallback_reason})" if self.fallback_reason else ""
+        if self.rewritten:
+            return f"{verb.upper()} [{moves}]: {self.rows_inserted} rows rewritten{tail}"
         return (
             f"{verb.upper()} [{moves}]: +{self.rows_inserted} ~{self.rows_updated} "
             f"-{self.rows_deleted} rows{tail}"

@@ -121,7 +121,8 @@ def summary_line(data: Mapping[str, Any]) -> str:
         # A backfill reads a snapshot: only the versions it pinned matter.
         moves = version_moves({}, versions_to)
         rows = f"{int(data.get('rows_inserted') or 0)} rows"
-    elif action == OVERWRITE:
+    elif action == OVERWRITE or data.get("rewritten"):
+        # a whole-table write: its row count is the table's new size, not a difference
         moves = version_moves(_as_versions(data.get("versions_from")), versions_to)
         rows = f"{int(data.get('rows_inserted') or 0)} rows rewritten"
     else:
@@ -155,6 +156,8 @@ def short_message(data: Mapping[str, Any]) -> str:
     prefix = "RESUMED " if data.get("resumed") else ""
     if action in ("BACKFILL", "OVERWRITE"):
         return f"{prefix}{action} {int(data.get('rows_inserted') or 0)} rows"
+    if data.get("rewritten"):
+        return f"{prefix}{action} {int(data.get('rows_inserted') or 0)} rows rewritten"
     return (f"{prefix}{action} +{int(data.get('rows_inserted') or 0)} "
             f"~{int(data.get('rows_updated') or 0)} -{int(data.get('rows_deleted') or 0)}")
 
