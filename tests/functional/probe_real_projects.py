@@ -302,6 +302,79 @@ from {O} where status <> 'cancelled'""",
  "mk_customer_churn_month": GRAIN + CHURN % "mk_customer_revenue_by_month",
  "mk_mrr": cfg('id') + MRR % ("mk_customer_revenue_by_month", "mk_customer_churn_month"),
 })
+# Session 66: dbt-labs' attribution-playbook as a Spark user ports it (its seeds staging models
+# over orders and payments, `dateadd(days, ...)` spelled `dateadd(DAY, ...)`): sessions joined
+# to each customer's conversion by USING, filtered to the 30 days before it, counted and
+# numbered per customer by windows, points and revenue by lateral aliases; then spend and
+# attributed revenue per month and source, aggregated and joined by a FULL OUTER JOIN USING.
+# Keyless as the playbook writes them and keyed by their grain.
+TOUCHES = """
+with sessions as (select * from {{ ref('a_sessions') }}),
+customer_conversions as (select * from {{ ref('a_customer_conversions') }}),
+sessions_before_conversion as (
+  select *,
+    count(*) over (partition by customer_id) as total_sessions,
+    row_number() over (partition by customer_id order by sessions.started_at) as session_index
+  from sessions
+  left join customer_conversions using (customer_id)
+  where sessions.started_at <= customer_conversions.converted_at
+    and sessions.started_at >= dateadd(DAY, -30, customer_conversions.converted_at)),
+with_points as (
+  select *,
+    case when session_index = 1 then 1.0 else 0.0 end as first_touch_points,
+    case when session_index = total_sessions then 1.0 else 0.0 end as last_touch_points,
+    case when total_sessions = 1 then 1.0
+         when total_sessions = 2 then 0.5
+         when session_index = 1 then 0.4
+         when session_index = total_sessions then 0.4
+         else 0.2 / (total_sessions - 2) end as forty_twenty_forty_points,
+    1.0 / total_sessions as linear_points,
+    revenue * first_touch_points as first_touch_revenue,
+    revenue * last_touch_points as last_touch_revenue,
+    revenue * forty_twenty_forty_points as forty_twenty_forty_revenue,
+    revenue * linear_points as linear_revenue
+  from sessions_before_conversion)
+select * from with_points"""
+CPA = """
+with ad_spend as (select * from {{ ref('a_ad_spend') }}),
+attribution as (select * from {{ ref('%s') }}),
+ad_spend_aggregated as (
+  select date_trunc('month', date_day) as date_month, utm_source, sum(spend) as total_spend
+  from ad_spend group by 1, 2),
+attribution_aggregated as (
+  select date_trunc('month', converted_at) as date_month, utm_source,
+    sum(linear_points) as attribution_points, sum(linear_revenue) as attribution_revenue
+  from attribution group by 1, 2),
+joined as (
+  select *,
+    1.0 * nullif(total_spend, 0) / attribution_points as cost_per_acquisition,
+    1.0 * attribution_revenue / nullif(total_spend, 0) as return_on_advertising_spend
+  from attribution_aggregated
+  full outer join ad_spend_aggregated using (date_month, utm_source))
+select * from joined
+order by date_month, utm_source"""
+PROBES.update({
+ # a session an hour slot of its own: every customer's sessions have distinct start times
+ "a_sessions": cfg('session_id') + f"""
+select id as session_id, customer_id,
+       dateadd(HOUR, id * 9 + id % 7, timestamp'2020-02-01 00:00:00') as started_at,
+       element_at(array('facebook_ads', 'google', 'email'), product_id % 3 + 1) as utm_source
+from {O} where status <> 'cancelled'""",
+ "a_customer_conversions": cfg('customer_id') + f"""
+select customer_id, dateadd(HOUR, max(id) * 9 + 5, timestamp'2020-02-01 00:00:00') as converted_at,
+       sum(amount) as revenue
+from {O} where status in ('paid', 'shipped') group by customer_id""",
+ "a_ad_spend": cfg('id') + f"""
+select id, date_add(date'2020-02-01', (id * 7) % 120) as date_day,
+       element_at(array('facebook_ads', 'google', 'email'), id % 3 + 1) as utm_source,
+       amount as spend
+from {P}""",
+ "a_attribution_touches": cfg() + TOUCHES,
+ "a_cpa_and_roas": cfg() + CPA % "a_attribution_touches",
+ "ak_attribution_touches": cfg('session_id') + TOUCHES,
+ "ak_cpa_and_roas": "{{ config(materialized='batch_refresh', "
+                    "unique_key=['date_month', 'utm_source']) }}\n" + CPA % "ak_attribution_touches",
+})
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 

@@ -322,6 +322,19 @@ from {{ source('raw', 'orders') }} o join {{ source('raw', 'customers') }} c on 
 where c.tier <> 'blocked'
 qualify row_number() over (partition by o.product_id order by o.amount desc nulls last, o.id desc) = 1
 """, 12),
+    # Windows beside `select *` over a join USING its partition key (dbt-labs'
+    # attribution-playbook writes sessions this way): the star stays inside the split, the
+    # windows read its columns by name. Recomputed in full before session 66.
+    Shape("s_star_join_window", """
+{{ config(materialized='batch_refresh', unique_key='order_id') }}
+with o as (select id as order_id, customer_id, amount from {{ source('raw', 'orders') }}),
+     c as (select id as customer_id, region, tier from {{ source('raw', 'customers') }})
+select *, count(*) over (partition by customer_id) as n_orders,
+       row_number() over (partition by customer_id order by o.amount desc nulls last,
+                          o.order_id) as rank_in_customer
+from o left join c using (customer_id)
+where c.tier <> 'blocked'
+""", 12),
     # A running total and the previous order per customer, keyed by order: every row of a
     # touched partition is read whole, at the old and the new versions.
     Shape("s_running_total", """

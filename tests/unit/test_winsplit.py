@@ -168,6 +168,51 @@ def test_windows_over_a_join_left_as_written(sql):
     assert _split_join(sql) == st.parse(sql).sql(dialect=st.DIALECT)
 
 
+def test_a_star_over_a_join_stays_inside_when_the_model_outputs_it():
+    """dbt-labs' attribution-playbook: `select *, <windows>` over sessions LEFT JOIN
+    conversions USING (customer_id) in a CTE the model selects `*` from. A model that builds
+    outputs no name twice, so the star's columns are read by name over the split. (The WHERE
+    rejects the join's NULLs: parsed, the LEFT JOIN is an inner one.)"""
+    sql = _split_join(
+        "with s as (select * from raw.s), c as (select * from raw.c), "
+        "b as (select *, count(*) over (partition by customer_id) as total, "
+        "row_number() over (partition by customer_id order by s.started_at) as idx "
+        "from s left join c using (customer_id) where s.started_at <= c.converted_at), "
+        "p as (select *, 1.0 / total as linear from b) select * from p")
+    assert ("b AS (SELECT *, COUNT(*) OVER (PARTITION BY customer_id) AS total, ROW_NUMBER() "
+            "OVER (PARTITION BY customer_id ORDER BY started_at) AS idx FROM (SELECT * FROM s "
+            "JOIN c USING (customer_id) WHERE s.started_at <= c.converted_at) AS "
+            "_br_split)") in sql, sql
+    # a derived table the model selects `*` from, QUALIFY and ORDER BY by name too
+    sql = _split_join("select * from (select *, rank() over (partition by c.region order by "
+                      "o.amount) as r from raw.o o join raw.c c on c.id = o.cid "
+                      "qualify r = 1 order by o.amount) z")
+    assert sql == ("SELECT * FROM (SELECT *, RANK() OVER (PARTITION BY region ORDER BY amount) "
+                   "AS r FROM (SELECT * FROM raw.o AS o JOIN raw.c AS c ON c.id = o.cid) AS "
+                   "_br_split QUALIFY r = 1 ORDER BY amount) AS z")
+
+
+@pytest.mark.parametrize("sql", [
+    # read by named columns: the star may hold two `id`s the reader never reads
+    "with x as (select *, rank() over (partition by c.region order by o.amount) as r "
+    "from raw.o o join raw.c c on c.id = o.cid) select cid, amount, r from x",
+    # a qualified USING key: the star holds the joined one
+    "select *, rank() over (partition by c.customer_id order by o.v) as r from raw.o o "
+    "left join raw.c c using (customer_id)",
+    "select *, rank() over (partition by g order by v) as r from raw.o natural join raw.c",
+    "select *, rank() over (partition by o.g order by o.v) as r from raw.o o "
+    "join raw.c c on c.id = o.cid union all select * from raw.u",
+    # `x.f` of no joined relation: a struct's field, not a column of the star
+    "select *, rank() over (partition by x.f order by o.v) as r from raw.o o "
+    "join raw.c c on c.id = o.cid",
+    # a lateral alias in the SELECT list
+    "select *, o.v * 2 as w, rank() over (partition by o.g order by w) as r from raw.o o "
+    "join raw.c c on c.id = o.cid",
+])
+def test_a_star_over_a_join_left_as_written(sql):
+    assert _split_join(sql) == st.parse(sql).sql(dialect=st.DIALECT)
+
+
 def test_a_window_over_a_join_replays_the_partitions_the_change_touches():
     """The model as written fails the key walk (a window over a join); its split form
     recomputes the touched partitions: a customer's change reaches every partition its
@@ -185,3 +230,20 @@ def test_a_window_over_a_join_replays_the_partitions_the_change_touches():
     assert queries and all("TABLE_CHANGES('raw.c', 3, 4)" in q for q in queries)
     for q in queries:
         sqlglot.parse_one(q, read="spark")
+
+
+def test_the_attribution_playbook_replays_the_customers_the_change_touches():
+    """attribution-playbook's touches, keyed by session: its windows partition by the USING
+    key of a join under `select *`; split, the key walk recomputes the touched customers."""
+    sql = ("with sessions as (select * from raw.sessions), conv as (select * from raw.conv), "
+           "b as (select *, count(*) over (partition by customer_id) as total_sessions, "
+           "row_number() over (partition by customer_id order by sessions.started_at) as idx "
+           "from sessions left join conv using (customer_id) "
+           "where sessions.started_at <= conv.converted_at "
+           "and sessions.started_at >= dateadd(DAY, -30, conv.converted_at)), "
+           "p as (select *, 1.0 / total_sessions as linear_points, "
+           "revenue * linear_points as linear_revenue from b) select * from p")
+    analysis = sa.analyze(sql, ("session_id",))
+    assert analysis.incremental_reason is None, analysis.incremental_reason
+    assert analysis.replay_sql is not None and "AS _br_split" in analysis.replay_sql
+    assert {p.rule for p in analysis.key_paths} == {"partition recompute"}

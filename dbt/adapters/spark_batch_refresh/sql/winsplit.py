@@ -197,11 +197,11 @@ def _split_join(select: exp.Select) -> Optional[exp.Select]:
     if any(select.args.get(a) for a in ("distinct", "windows", "limit", "offset", "sort",
                                         "cluster", "distribute", "group", "having")):
         return None
-    if any(p.is_star for p in select.expressions):
-        return None
     if any(is_aggregate(n) and not window_function(n) for p in select.expressions
            for n in p.walk()):
         return None  # a global aggregate beside the windows
+    if any(p.is_star for p in select.expressions):
+        return _split_star_join(select)
     clauses = {arg: select.args[arg] for arg in ("qualify", "order")
                if select.args.get(arg) is not None}
     parts = [*select.expressions, *clauses.values()]
@@ -227,6 +227,107 @@ def _split_join(select: exp.Select) -> Optional[exp.Select]:
     for arg, part in zip(clauses, outer_parts[len(projections):]):
         outer.set(arg, part)
     return outer
+
+
+def _split_star_join(select: exp.Select) -> Optional[exp.Select]:
+    """`SELECT *, <windows> FROM a JOIN b ... WHERE ...` split with the star kept inside.
+
+    The star's columns are not known here, but a model that builds has no two outputs of one
+    name, so every column of the join's rows is in the star under its own name: the windows
+    and outputs read them by that name over the inner SELECT, whose star the outer one passes
+    through in place. Left as written where a name might not be the star's column: a qualified
+    key of a USING join (the star has the coalesced one), a NATURAL join, a column of a
+    relation this SELECT does not join (a struct's field), a hidden `_metadata` column, or a
+    lateral alias."""
+    stars = [p for p in select.expressions if p.is_star]
+    if len(stars) != 1 or not isinstance(stars[0], exp.Star):
+        return None  # `t.*`, or more than one star
+    if not _star_reaches_output(select):
+        return None  # a CTE's star may hold two columns of one name its reader never reads
+    joins = select.args.get("joins") or []
+    if any(str(j.args.get("method") or "").upper() == "NATURAL" for j in joins):
+        return None
+    using = {u.name.lower() for j in joins for u in (j.args.get("using") or [])}
+    source = select.args.get("from_")
+    if source is None:
+        return None
+    relations = {r.alias_or_name.lower() for r in [source.this, *(j.this for j in joins)]}
+    outputs = {p.alias_or_name.lower() for p in select.expressions if not p.is_star}
+
+    def by_name(column: exp.Column, arg: str) -> Optional[exp.Expression]:
+        name = column.name.lower()
+        if column.args.get("db") or name.startswith("_metadata"):
+            return None
+        if not column.table:
+            if name in outputs:
+                # QUALIFY and ORDER BY read an output; in the SELECT list it may be a lateral alias
+                return column if arg else None
+            return column
+        if column.table.lower() not in relations or name in using:
+            return None
+        return exp.column(column.this.copy())
+
+    clauses = {arg: select.args[arg] for arg in ("qualify", "order")
+               if select.args.get(arg) is not None}
+    parts: List[exp.Expression] = []
+    for arg, part in [("", p) for p in select.expressions if not p.is_star] + list(clauses.items()):
+        part = part.copy()
+        for column in list(part.find_all(exp.Column)):
+            new = by_name(column, arg)
+            if new is None:
+                return None
+            if new is not column:
+                if column is part:
+                    part = new
+                else:
+                    column.replace(new)
+        parts.append(part)
+    originals = [p for p in select.expressions if not p.is_star]
+    named = _named(originals, parts[:len(originals)])
+    if named is None:
+        return None
+    lifted = iter(named)
+    projections = [exp.Star() if p.is_star else next(lifted) for p in select.expressions]
+    inner = select.copy()
+    for arg in ("qualify", "order", "with_"):
+        inner.set(arg, None)
+    inner.set("expressions", [exp.Star()])
+    outer = _over(inner, projections, select)
+    for arg, part in zip(clauses, parts[len(originals):]):
+        outer.set(arg, part)
+    return outer
+
+
+def _star_reaches_output(select: exp.Select) -> bool:
+    """Whether every column of `select`'s star is an output of the model: it is the model's
+    SELECT, or the one relation of a single reader that selects `*` and reaches it too (a CTE
+    read once, a derived table). Names the model outputs twice fail its build, so such a
+    star's names are unique."""
+    node: exp.Expression = select
+    while True:
+        parent = node.parent
+        if parent is None:
+            return isinstance(node, exp.Select)
+        if isinstance(parent, exp.CTE):
+            name = parent.alias_or_name.lower()
+            root = node.root()
+            readers = [t for t in root.find_all(exp.Table)
+                       if not t.args.get("db") and t.name.lower() == name]
+            if len(readers) != 1:
+                return False
+            relation: exp.Expression = readers[0]
+        elif isinstance(parent, exp.Subquery):
+            relation = parent
+        else:
+            return False  # a set operation, an expression's subquery
+        reader = relation.parent
+        if not isinstance(reader, exp.From):
+            return False  # a joined relation
+        consumer = reader.parent
+        if not isinstance(consumer, exp.Select) or consumer.args.get("joins") or not any(
+                isinstance(p, exp.Star) for p in consumer.expressions):
+            return False
+        node = consumer
 
 
 class _Lifter:
