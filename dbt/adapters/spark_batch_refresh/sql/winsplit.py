@@ -271,17 +271,10 @@ def _split_star_join(select: exp.Select) -> Optional[exp.Select]:
                if select.args.get(arg) is not None}
     parts: List[exp.Expression] = []
     for arg, part in [("", p) for p in select.expressions if not p.is_star] + list(clauses.items()):
-        part = part.copy()
-        for column in list(part.find_all(exp.Column)):
-            new = by_name(column, arg)
-            if new is None:
-                return None
-            if new is not column:
-                if column is part:
-                    part = new
-                else:
-                    column.replace(new)
-        parts.append(part)
+        read = _columns_replaced(part, lambda column: by_name(column, arg))
+        if read is None:
+            return None
+        parts.append(read)
     originals = [p for p in select.expressions if not p.is_star]
     named = _named(originals, parts[:len(originals)])
     if named is None:
@@ -345,17 +338,7 @@ class _Lifter:
     def part(self, part: exp.Expression, arg: str) -> Optional[exp.Expression]:
         """`part` (a SELECT-list item, or the QUALIFY / ORDER BY named by `arg`) reading the
         inner columns; None where a name cannot be placed."""
-        part = part.copy()
-        for column in list(part.find_all(exp.Column)):
-            new = self._column(column, arg)
-            if new is None:
-                return None
-            if new is not column:
-                if column is part:
-                    part = new
-                else:
-                    column.replace(new)
-        return part
+        return _columns_replaced(part, lambda column: self._column(column, arg))
 
     def _column(self, column: exp.Column, arg: str) -> Optional[exp.Expression]:
         name = column.name.lower()
@@ -371,6 +354,23 @@ class _Lifter:
             self.names[key] = name if free else f"{COLUMN_PREFIX}{len(self.columns)}"
             self.columns.append(column.copy())
         return exp.column(self.names[key], quoted=True)
+
+
+def _columns_replaced(part: exp.Expression,
+                      read: Callable[[exp.Column], Optional[exp.Expression]]
+                      ) -> Optional[exp.Expression]:
+    """A copy of `part` with each column as `read` places it; None where one cannot be."""
+    part = part.copy()
+    for column in list(part.find_all(exp.Column)):
+        new = read(column)
+        if new is None:
+            return None
+        if new is not column:
+            if column is part:
+                part = new
+            else:
+                column.replace(new)
+    return part
 
 
 def _named(originals: List[exp.Expression],
