@@ -375,6 +375,26 @@ from {P}""",
  "ak_cpa_and_roas": "{{ config(materialized='batch_refresh', "
                     "unique_key=['date_month', 'utm_source']) }}\n" + CPA % "ak_attribution_touches",
 })
+# Session 66: two aggregates joined USING their shared group key get it as inferred key; a
+# NULL group on both sides never matches and repeats the key (customer 7 has no region from
+# the start; a product's category turns NULL under the changes).
+PROBES.update({
+ "u_region_full_join": cfg() + f"""
+with a as (select region, count(*) as n_customers from {C} group by region),
+     b as (select c.region, sum(o.amount) as revenue
+           from {O} o join {C} c on c.id = o.customer_id group by c.region)
+select * from a full outer join b using (region)""",
+ "u_category_full_join": cfg() + f"""
+with a as (select category, count(*) as n_products from {PR} group by category),
+     b as (select p.category, sum(o.amount) as amount, count(*) as n_orders
+           from {O} o join {PR} p on p.id = o.product_id group by p.category)
+select * from a full outer join b using (category)""",
+ "u_status_left_join": cfg() + f"""
+with a as (select status, count(*) as n from {O} group by status),
+     b as (select o.status, sum(p.amount) as paid
+           from {P} p join {O} o on o.id = p.order_id group by o.status)
+select status, n, paid from a left join b using (status)""",
+})
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 

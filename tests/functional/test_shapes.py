@@ -335,6 +335,17 @@ select *, count(*) over (partition by customer_id) as n_orders,
 from o left join c using (customer_id)
 where c.tier <> 'blocked'
 """, 12),
+    # Two aggregates joined USING their shared group key, no unique_key: the key is inferred
+    # from both sides' groups (keyinfer.py). Recomputed in full before session 66.
+    Shape("s_full_join_aggs", """
+{{ config(materialized='batch_refresh') }}
+with a as (select status, count(*) as n from {{ source('raw', 'orders') }} group by status),
+     b as (select o.status, sum(p.amount) as paid, count(*) as n_payments
+           from {{ source('raw', 'payments') }} p join {{ source('raw', 'orders') }} o
+             on o.id = p.order_id
+           group by o.status)
+select * from a full outer join b using (status)
+""", 4),
     # A running total and the previous order per customer, keyed by order: every row of a
     # touched partition is read whole, at the old and the new versions.
     Shape("s_running_total", """

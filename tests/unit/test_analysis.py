@@ -374,3 +374,33 @@ def test_key_through_upstream_tests(sql, key):
 def test_tagged_union_all_key(sql, key):
     a = sa.analyze(sql)
     assert a.key == key, (a.key, a.incremental_reason)
+
+
+A_BY_K = "(select k, sum(v) as s from s.a group by k)"
+B_BY_K = "(select k, sum(w) as w from s.b group by k)"
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        # relations keyed by the USING columns: one row per key on each side, so per output
+        (f"select * from {A_BY_K} a full outer join {B_BY_K} b using (k)", ("k",)),
+        (f"select k, s, w from {A_BY_K} a left join {B_BY_K} b using (k)", ("k",)),
+        # attribution-playbook's cpa_and_roas: two aggregates by month and source
+        ("with x as (select date_trunc('month', d) as date_month, src, sum(p) as pts "
+         "from s.a group by 1, 2), y as (select date_trunc('month', d) as date_month, src, "
+         "sum(c) as spend from s.b group by 1, 2), j as (select *, spend / pts as cpa from x "
+         "full outer join y using (date_month, src)) select * from j order by date_month",
+         ("date_month", "src")),
+        # not: a side's own column (not the coalesced key), a key wider than USING, a side
+        # without a key, a second join
+        (f"select a.k, s, w from {A_BY_K} a full outer join {B_BY_K} b using (k)", ()),
+        (f"select * from (select k, j, sum(v) as s from s.a group by k, j) a "
+         f"full outer join {B_BY_K} b using (k)", ()),
+        (f"select * from s.a a full outer join {B_BY_K} b using (k)", ()),
+        (f"select * from {A_BY_K} a join {B_BY_K} b using (k) join s.c c on c.k = k", ()),
+    ],
+)
+def test_key_of_relations_joined_on_their_shared_key(sql, key):
+    a = sa.analyze(sql)
+    assert a.key == key, (a.key, a.incremental_reason)

@@ -575,7 +575,8 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
             if analysis.key_source in _KEY_SOURCES else
             f"has no unique_key, and the one inferred from the query ({key}) repeats in some "
             f"output rows; set unique_key to columns that identify one row to replay; without "
-            f"one it tries the inferred key again after a --full-refresh"))
+            f"one each refresh tries the inferred key again and recomputes in full when the "
+            f"change reaches a repeated key"))
 
 
 def key_errors(tree: exp.Expression, unique_key: Sequence[str]) -> List[str]:

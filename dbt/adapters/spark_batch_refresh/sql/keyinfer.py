@@ -99,6 +99,10 @@ class Inferred:
         source = select.args.get("from_") or select.args.get("from")
         if source is None:
             return ()
+        shared = self._joined_on_shared_key(select, source.this)
+        if shared:
+            names = shared + positions
+            return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
         parts = [(source.this, self._relation_key(select, source.this))]
         for join in select.args.get("joins") or []:
             if self._at_most_one(select, join):
@@ -118,6 +122,35 @@ class Inferred:
                 names.append(name)
         names += positions
         return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
+
+    def _joined_on_shared_key(self, select: exp.Select, first: exp.Expression) -> List[str]:
+        """Two relations keyed by the same columns, joined USING exactly them (inner, LEFT,
+        RIGHT or FULL OUTER: spend and revenue per month and source, each aggregated, then
+        joined): a key value is one row on each side at most, so one output row at most, its
+        USING columns the output's key as Spark coalesces them (a bare `*`, or the
+        unqualified names). NULL keys never match and may repeat; the backfill's NULL check
+        then drops the key (executor.py)."""
+        joins = select.args.get("joins") or []
+        if len(joins) != 1:
+            return []
+        join = joins[0]
+        using = [u.name for u in join.args.get("using") or []]
+        kind = (join.args.get("kind") or "").upper()
+        if not using or kind not in ("", "INNER", "OUTER"):
+            return []
+        wanted = {u.lower() for u in using}
+        for relation in (first, join.this):
+            key = self._relation_key(select, relation)
+            if not key or {k.lower() for k in key} != wanted:
+                return []
+        star = any(isinstance(p, exp.Star) for p in select.expressions)
+        names: List[str] = []
+        for column in using:
+            name = column if star else _projected(select, "", column)
+            if name is None:
+                return []
+            names.append(name)
+        return names
 
     def _relation_key(self, select: exp.Select, source: exp.Expression) -> Tuple[str, ...]:
         inner = _read_select(select, source)
