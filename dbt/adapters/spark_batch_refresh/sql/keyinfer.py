@@ -128,8 +128,8 @@ class Inferred:
         RIGHT or FULL OUTER: spend and revenue per month and source, each aggregated, then
         joined): a key value is one row on each side at most, so one output row at most, its
         USING columns the output's key as Spark coalesces them (a bare `*`, or the
-        unqualified names). NULL keys never match and may repeat; the backfill's NULL check
-        then drops the key (executor.py)."""
+        unqualified names). NULL keys never match and may repeat: a refresh whose staging
+        finds the key repeated recomputes without it (analysis.keyless_if_null)."""
         joins = select.args.get("joins") or []
         if len(joins) != 1:
             return []
