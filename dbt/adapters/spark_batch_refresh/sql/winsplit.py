@@ -252,7 +252,8 @@ def _split_star_join(select: exp.Select) -> Optional[exp.Select]:
     if source is None:
         return None
     relations = {r.alias_or_name.lower() for r in [source.this, *(j.this for j in joins)]}
-    outputs = {p.alias_or_name.lower() for p in select.expressions if not p.is_star}
+    originals = [p for p in select.expressions if not p.is_star]
+    outputs = {p.alias_or_name.lower() for p in originals}
 
     def by_name(column: exp.Column, arg: str) -> Optional[exp.Expression]:
         name = column.name.lower()
@@ -270,12 +271,11 @@ def _split_star_join(select: exp.Select) -> Optional[exp.Select]:
     clauses = {arg: select.args[arg] for arg in ("qualify", "order")
                if select.args.get(arg) is not None}
     parts: List[exp.Expression] = []
-    for arg, part in [("", p) for p in select.expressions if not p.is_star] + list(clauses.items()):
+    for arg, part in [("", p) for p in originals] + list(clauses.items()):
         read = _columns_replaced(part, lambda column: by_name(column, arg))
         if read is None:
             return None
         parts.append(read)
-    originals = [p for p in select.expressions if not p.is_star]
     named = _named(originals, parts[:len(originals)])
     if named is None:
         return None
