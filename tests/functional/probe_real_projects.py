@@ -2,7 +2,8 @@
 `make test`: run it by path, `PROBE_SEED=5 PROBE_STEPS=3 .venv/bin/python -m pytest
 tests/functional/probe_real_projects.py -s`, ~12 minutes). Every model must build and equal its SQL
 from scratch after every run; what each refresh did and why it fell back is printed.
-PROBE_ONLY=q_,p_jaffle runs only the models whose names start so."""
+PROBE_ONLY=q_,p_jaffle runs only the models whose names start so (m_ mrr-playbook, a_
+attribution-playbook, sg_ segment)."""
 from __future__ import annotations
 
 import os
@@ -395,6 +396,177 @@ with a as (select status, count(*) as n from {O} group by status),
            from {P} p join {O} o on o.id = p.order_id group by o.status)
 select status, n, paid from a left join b using (status)""",
 })
+# Session 67: dbt-labs' segment package (sessionization of web page views) as a Spark user
+# ports it: the raw `pages` table a staging model over orders (page view ids repeat, so the
+# base model's dedup by row_number keeps one), dbt_utils' URL macros spelled as Spark's
+# parse_url and split_part, dbt.datediff as unix_timestamp differences, dbt_utils.star as its
+# column list, the referrer seed a model over products. Page views numbered, lagged and
+# summed into sessions per anonymous id; sessions by `select distinct` over windows (first
+# and last values); users stitched by `last_value(...) ignore nulls`; sessions joined USING
+# the anonymous id and numbered per blended user. The package's incremental branches are
+# left out (batch_refresh replaces them). Keyless and keyed by each model's grain.
+SG_BASE = """
+with source as (select * from {{ ref('sg_pages') }}),
+row_numbering as (
+  select *, row_number() over (partition by id order by received_at asc) as row_num from source),
+deduped as (select * from row_numbering where row_num = 1),
+renamed as (
+  select id as page_view_id, anonymous_id, user_id,
+    received_at as received_at_tstamp, sent_at as sent_at_tstamp, `timestamp` as tstamp,
+    url as page_url, parse_url(url, 'HOST') as page_url_host, path as page_url_path,
+    title as page_title, search as page_url_query,
+    referrer, replace(parse_url(referrer, 'HOST'), 'www.', '') as referrer_host,
+    context_campaign_source as utm_source, context_campaign_medium as utm_medium,
+    context_campaign_name as utm_campaign, context_campaign_term as utm_term,
+    context_campaign_content as utm_content, parse_url(url, 'QUERY', 'gclid') as gclid,
+    context_ip as ip, context_user_agent as user_agent,
+    case when lower(context_user_agent) like '%android%' then 'Android'
+         else replace(split_part(split_part(context_user_agent, '(', 2), ' ', 1), ';', '')
+    end as device
+  from deduped),
+final as (
+  select *,
+    case when device = 'iPhone' then 'iPhone'
+         when device = 'Android' then 'Android'
+         when device in ('iPad', 'iPod') then 'Tablet'
+         when device in ('Windows', 'Macintosh', 'X11') then 'Desktop'
+         else 'Uncategorized' end as device_category
+  from renamed)
+select * from final"""
+SG_SESSIONIZED = """
+with pageviews as (select * from {{ ref('%s') }}),
+numbered as (
+  select *, row_number() over (partition by anonymous_id order by tstamp) as page_view_number
+  from pageviews),
+lagged as (
+  select *, lag(tstamp) over (partition by anonymous_id order by page_view_number) as previous_tstamp
+  from numbered),
+diffed as (
+  select *, unix_timestamp(tstamp) - unix_timestamp(previous_tstamp) as period_of_inactivity
+  from lagged),
+new_sessions as (
+  select *, case when period_of_inactivity <= 1800 then 0 else 1 end as new_session from diffed),
+session_numbers as (
+  select *, sum(new_session) over (partition by anonymous_id order by page_view_number
+                                   rows between unbounded preceding and current row) as session_number
+  from new_sessions),
+session_ids as (
+  select page_view_id, anonymous_id, user_id, received_at_tstamp, sent_at_tstamp, tstamp,
+    page_url, page_url_host, page_url_path, page_title, page_url_query, referrer, referrer_host,
+    utm_source, utm_medium, utm_campaign, utm_term, utm_content, gclid, ip, user_agent, device,
+    device_category, page_view_number,
+    md5(cast(concat(coalesce(cast(anonymous_id as string), '_dbt_utils_surrogate_key_null_'), '-',
+                    coalesce(cast(session_number as string), '_dbt_utils_surrogate_key_null_'))
+             as string)) as session_id
+  from session_numbers)
+select * from session_ids"""
+_SG_WINDOW = ("partition by session_id order by page_view_number "
+              "rows between unbounded preceding and unbounded following")
+_SG_FIRST = {"utm_source": "utm_source", "utm_content": "utm_content", "utm_medium": "utm_medium",
+             "utm_campaign": "utm_campaign", "utm_term": "utm_term", "gclid": "gclid",
+             "page_url": "first_page_url", "page_url_host": "first_page_url_host",
+             "page_url_path": "first_page_url_path", "page_url_query": "first_page_url_query",
+             "referrer": "referrer", "referrer_host": "referrer_host", "device": "device",
+             "device_category": "device_category"}
+_SG_LAST = {"page_url": "last_page_url", "page_url_host": "last_page_url_host",
+            "page_url_path": "last_page_url_path", "page_url_query": "last_page_url_query"}
+SG_INITIAL = """
+with pageviews_sessionized as (select * from {{ ref('%s') }}),
+referrer_mapping as (select * from {{ ref('sg_referrer_mapping') }}),
+agg as (
+  select distinct session_id, anonymous_id,
+    min(tstamp) over (partition by session_id) as session_start_tstamp,
+    max(tstamp) over (partition by session_id) as session_end_tstamp,
+    count(*) over (partition by session_id) as page_views,
+""" + ",\n".join([f"    first_value({k}) over ({_SG_WINDOW}) as {v}" for k, v in _SG_FIRST.items()]
+                  + [f"    last_value({k}) over ({_SG_WINDOW}) as {v}" for k, v in _SG_LAST.items()]) + """
+  from pageviews_sessionized),
+diffs as (
+  select *, unix_timestamp(session_end_tstamp) - unix_timestamp(session_start_tstamp) as duration_in_s
+  from agg),
+tiers as (
+  select *,
+    case when duration_in_s between 0 and 9 then '0s to 9s'
+         when duration_in_s between 10 and 29 then '10s to 29s'
+         when duration_in_s between 30 and 59 then '30s to 59s'
+         when duration_in_s > 59 then '60s or more'
+         else null end as duration_in_s_tier
+  from diffs),
+mapped as (
+  select tiers.*, referrer_mapping.medium as referrer_medium, referrer_mapping.source as referrer_source
+  from tiers
+  left join referrer_mapping on tiers.referrer_host = referrer_mapping.host)
+select * from mapped"""
+SG_STITCHING = """
+with events as (select * from {{ ref('%s') }}),
+mapping as (
+  select distinct anonymous_id,
+    last_value(user_id) ignore nulls over (
+      partition by anonymous_id order by tstamp
+      rows between unbounded preceding and unbounded following) as user_id,
+    min(tstamp) over (partition by anonymous_id) as first_seen_at,
+    max(tstamp) over (partition by anonymous_id) as last_seen_at
+  from events)
+select * from mapping"""
+SG_STITCHED = """
+with sessions as (select * from {{ ref('%s') }}),
+id_stitching as (select * from {{ ref('%s') }}),
+joined as (
+  select sessions.*, coalesce(id_stitching.user_id, sessions.anonymous_id) as blended_user_id
+  from sessions
+  left join id_stitching using (anonymous_id))
+select * from joined"""
+SG_SESSIONS = """
+with sessions as (select * from {{ ref('%s') }}),
+windowed as (
+  select *,
+    row_number() over (partition by blended_user_id order by sessions.session_start_tstamp)
+      as session_number
+  from sessions)
+select * from windowed"""
+# three minutes apart by order id, so an anonymous id's page views fall into sessions of
+# several views and sessions apart (the cut at 30 minutes); no two views at one instant
+_SG_AT = "dateadd(MINUTE, id * 3, timestamp'2021-01-01 00:00:00')"
+PROBES.update({
+ "sg_pages": cfg('event_id') + f"""
+select id as event_id, id % 180 as id, concat('anon', customer_id % 17) as anonymous_id,
+  case when id % 3 = 0 then concat('user', customer_id % 6) end as user_id,
+  dateadd(SECOND, id % 4, {_SG_AT}) as received_at, {_SG_AT} as sent_at, {_SG_AT} as `timestamp`,
+  concat('https://www.shop', product_id % 4, '.com/p/', status, '?gclid=g', id % 5, '&x=1') as url,
+  concat('/p/', status) as path, concat('Product ', product_id) as title,
+  concat('gclid=g', id % 5, '&x=1') as search,
+  concat('https://www.ref', product_id, '.com/landing') as referrer,
+  element_at(array('google', 'facebook', null), product_id % 3 + 1) as context_campaign_source,
+  element_at(array('cpc', 'social', 'email'), customer_id % 3 + 1) as context_campaign_medium,
+  concat('spring', customer_id % 2) as context_campaign_name,
+  cast(null as string) as context_campaign_term, status as context_campaign_content,
+  concat('10.0.0.', customer_id) as context_ip,
+  element_at(array('Mozilla/5.0 (iPhone; CPU iPhone OS 16_0)', 'Mozilla/5.0 (Linux; Android 13)',
+                   'Mozilla/5.0 (Windows NT 10.0; Win64)', 'Mozilla/5.0 (Macintosh; Intel Mac OS X)',
+                   'Mozilla/5.0 (iPad; CPU OS 16_0)'), product_id % 5 + 1) as context_user_agent
+from {O}""",
+ "sg_referrer_mapping": cfg('host') + f"""
+select concat('ref', id, '.com') as host, coalesce(category, 'other') as medium,
+       concat('src', id) as source
+from {PR}""",
+})
+for _p, _keys in (("sg_", {}), ("sgk_", {"page_views": "page_view_id",
+                                         "sessionized": "page_view_id",
+                                         "sessions_initial": "session_id",
+                                         "user_stitching": "anonymous_id",
+                                         "sessions_stitched": "session_id",
+                                         "sessions": "session_id"})):
+    PROBES.update({
+     f"{_p}web_page_views": cfg(_keys.get("page_views")) + SG_BASE,
+     f"{_p}web_page_views_sessionized": cfg(_keys.get("sessionized"))
+         + SG_SESSIONIZED % f"{_p}web_page_views",
+     f"{_p}web_sessions_initial": cfg(_keys.get("sessions_initial"))
+         + SG_INITIAL % f"{_p}web_page_views_sessionized",
+     f"{_p}web_user_stitching": cfg(_keys.get("user_stitching")) + SG_STITCHING % f"{_p}web_page_views",
+     f"{_p}web_sessions_stitched": cfg(_keys.get("sessions_stitched"))
+         + SG_STITCHED % (f"{_p}web_sessions_initial", f"{_p}web_user_stitching"),
+     f"{_p}web_sessions": cfg(_keys.get("sessions")) + SG_SESSIONS % f"{_p}web_sessions_stitched",
+    })
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 

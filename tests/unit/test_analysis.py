@@ -404,3 +404,73 @@ B_BY_K = "(select k, sum(w) as w from s.b group by k)"
 def test_key_of_relations_joined_on_their_shared_key(sql, key):
     a = sa.analyze(sql)
     assert a.key == key, (a.key, a.incremental_reason)
+
+
+NUMBERED = ("(select *, row_number() over (partition by id order by received_at) as rn "
+            "from s.pages)")
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        # the staging dedup: one row per partition where row_number() = 1 (segment's base
+        # model: numbered in one CTE, filtered in the next, renamed in a third)
+        (f"select * from {NUMBERED} n where rn = 1", ("id",)),
+        (f"select id as page_view_id, v from {NUMBERED} n where n.rn = 1 and v > 0",
+         ("page_view_id",)),
+        ("with numbered as (select *, row_number() over (partition by id order by t) as row_num "
+         "from s.pages), deduped as (select * from numbered where row_num = 1), renamed as "
+         "(select id as page_view_id, anonymous_id from deduped) select * from renamed",
+         ("page_view_id",)),
+        ("select a, b, v from (select a, b, v, row_number() over (partition by a, b order by v) "
+         "as rn from s.t) x where 1 = rn", ("a", "b")),
+        ("select id, v from s.t qualify row_number() over (partition by id order by v desc) = 1",
+         ("id",)),
+        ("select o.k, o.v, row_number() over (partition by o.k order by o.v) as rn "
+         "from s.t o join s.u u on u.x = o.x qualify rn = 1", ("k",)),
+        # not: rank and dense_rank repeat 1 on ties, a filter on another number, the
+        # partition column not projected, a partition by an expression, the number <= 2
+        ("select * from (select *, rank() over (partition by id order by t) as rn "
+         "from s.pages) n where rn = 1", ()),
+        (f"select * from {NUMBERED} n where rn = 2", ()),
+        (f"select v from {NUMBERED} n where rn = 1", ()),
+        ("select * from (select *, row_number() over (partition by lower(id) order by t) as rn "
+         "from s.pages) n where rn = 1", ()),
+        (f"select * from {NUMBERED} n where rn <= 2", ()),
+        ("select id, v from s.t qualify dense_rank() over (partition by id order by v) = 1", ()),
+        ("select id, explode(arr) as e from s.t "
+         "qualify row_number() over (partition by id order by v) = 1", ()),
+    ],
+)
+def test_key_of_first_row_per_partition(sql, key):
+    a = sa.analyze(sql)
+    assert a.key == key, (a.key, a.incremental_reason)
+
+
+@pytest.mark.parametrize(
+    "sql, key",
+    [
+        # segment's user stitching: DISTINCT over a column and whole-partition aggregates
+        ("select distinct anonymous_id, last_value(user_id) ignore nulls over (partition by "
+         "anonymous_id order by t rows between unbounded preceding and unbounded following) "
+         "as user_id, min(t) over (partition by anonymous_id) as first_seen_at, "
+         "max(t) over (partition by anonymous_id) as last_seen_at from s.events",
+         ("anonymous_id",)),
+        # segment's sessions: partitioned by one of the plain columns
+        ("select distinct session_id, anonymous_id, count(*) over (partition by session_id) "
+         "as n, first_value(url) over (partition by session_id order by n rows between "
+         "unbounded preceding and unbounded following) as first_url from s.pv",
+         ("session_id", "anonymous_id")),
+        # not: a frame ending at the current row, a running ORDER BY, a partition by a column
+        # not projected, a row expression beside them, a ranking function
+        ("select distinct a, sum(v) over (partition by a order by t rows between unbounded "
+         "preceding and current row) as s from s.t", ()),
+        ("select distinct a, max(v) over (partition by a order by t) as m from s.t", ()),
+        ("select distinct a, max(v) over (partition by b) as m from s.t", ()),
+        ("select distinct a, v + 1 as w, max(v) over (partition by a) as m from s.t", ()),
+        ("select distinct a, rank() over (partition by a order by v) as r from s.t", ()),
+    ],
+)
+def test_key_of_distinct_over_whole_partitions(sql, key):
+    a = sa.analyze(sql)
+    assert a.key == key, (a.key, a.incremental_reason)

@@ -255,8 +255,9 @@ def _analyze(sql: str, unique_key: Sequence[str],
         reason = global_blocker
         if reason is None and not key:
             reason = ("has no unique_key and none can be inferred (the output is not a "
-                      "GROUP BY, SELECT DISTINCT or UNION over projected columns, nor keyed "
-                      "relations passed through filters and joins with their keys projected)")
+                      "GROUP BY, SELECT DISTINCT or UNION over projected columns, nor the "
+                      "row_number() = 1 row of each partition, nor keyed relations passed "
+                      "through filters and joins with their keys projected)")
         if reason is None:
             paths = key_paths(tree, key)
     except st.NotIncremental as exc:

@@ -1,6 +1,9 @@
 """The key a model's query proves, when it configures none (pure).
 
 A GROUP BY's keys (or all columns of a SELECT DISTINCT or a UNION), when all are projected;
+the plain columns of a SELECT DISTINCT whose windows aggregate whole partitions by them; the
+partition columns of a dedup (`row_number() over (partition by ...) = 1` in a WHERE over the
+relation that numbers the rows, or in a QUALIFY);
 or the key of the relation a plain SELECT reads, passed through its filter and projection
 (dbt's `with ... final as (...) select * from final`) and through joins that cannot repeat a
 row of it: an inner or left join whose ON equates every column of the joined relation's own
@@ -42,9 +45,11 @@ class Inferred:
         group = select.args.get("group")
         if group is not None and group.expressions:
             return _group_key(select, group)
-        if select.args.get("distinct") is not None and not select.find(exp.AggFunc):
-            return tuple(p.alias_or_name for p in select.expressions)
-        return self._passed(select)
+        if select.args.get("distinct") is not None:
+            if not select.find(exp.AggFunc):
+                return tuple(p.alias_or_name for p in select.expressions)
+            return _distinct_partition_key(select)
+        return self._passed(select) or _qualified_first_key(select)
 
     def _tagged_union_key(self, union: exp.Union) -> Tuple[str, ...]:
         """A UNION ALL whose branches each have a key at the same positions and a column
@@ -155,7 +160,7 @@ class Inferred:
     def _relation_key(self, select: exp.Select, source: exp.Expression) -> Tuple[str, ...]:
         inner = _read_select(select, source)
         if inner is not None:
-            return self.key(inner)
+            return _filtered_first_key(select, source, inner) or self.key(inner)
         # dbt writes every relation it resolves with its schema; a bare name is a CTE's
         if (isinstance(source, exp.Table) and source.name and source.args.get("db")
                 and not source.args.get("version")):
@@ -322,6 +327,147 @@ def _distinct_union_key(union: exp.Union) -> Tuple[str, ...]:
         return ()
     names = tuple(p.alias_or_name for p in first.expressions)
     return names if len({n.lower() for n in names}) == len(names) else ()
+
+
+def _first_row_partition(window: exp.Expression) -> Optional[List[exp.Column]]:
+    """The PARTITION BY columns of `row_number() over (partition by ...)`; None for any other
+    window (rank and dense_rank give 1 to every tie) or a partition by an expression."""
+    if not isinstance(window, exp.Window) or not isinstance(window.this, exp.RowNumber):
+        return None
+    columns = window.args.get("partition_by") or []
+    if not columns or not all(isinstance(c, exp.Column) for c in columns):
+        return None
+    return list(columns)
+
+
+def _is_one(value: exp.Expression) -> bool:
+    return isinstance(value, exp.Literal) and value.is_int and int(value.name) == 1
+
+
+def _first_rows(condition: Optional[exp.Expression]) -> List[exp.Expression]:
+    """The operands X of the conjuncts `X = 1` (either way round) of `condition`."""
+    found: List[exp.Expression] = []
+    for conjunct in st.conjuncts(condition) if condition is not None else []:
+        if isinstance(conjunct, exp.EQ):
+            for mine, other in ((conjunct.this, conjunct.expression),
+                                (conjunct.expression, conjunct.this)):
+                if _is_one(other):
+                    found.append(mine)
+    return found
+
+
+def _partition_names(select: exp.Select, columns: List[exp.Column]) -> Tuple[str, ...]:
+    """The output names of `select` under which the partition `columns` come out unchanged."""
+    alone = not select.args.get("joins")
+    names: List[str] = []
+    for column in columns:
+        name = _output_name(select, column.table.lower(), column.name, alone)
+        if name is None:
+            return ()
+        names.append(name)
+    return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
+
+
+def _filtered_first_key(select: exp.Select, source: exp.Expression,
+                        inner: exp.Query) -> Tuple[str, ...]:
+    """The dedup that staging models write: `select * from numbered where rn = 1`, where
+    `numbered` projects `row_number() over (partition by id order by ...) as rn`. The rows
+    the filter keeps from `source` have one row per partition: its columns, as `inner`
+    names them, are the relation's key. Not for a generator in `inner` (its rows are made
+    after the window)."""
+    if not isinstance(inner, exp.Select) or st.generates_rows(inner):
+        return ()
+    alias = source.alias_or_name.lower()
+    where = select.args.get("where")
+    for operand in _first_rows(where.this if where is not None else None):
+        if not isinstance(operand, exp.Column) or operand.table.lower() not in ("", alias):
+            continue
+        if not operand.table and select.args.get("joins"):
+            continue  # which relation's column it is, the catalog knows; this module does not
+        numbered = next((p for p in inner.expressions
+                         if p.alias_or_name.lower() == operand.name.lower()), None)
+        columns = _first_row_partition(numbered.unalias()) if numbered is not None else None
+        if columns:
+            key = _partition_names(inner, columns)
+            if key:
+                return key
+    return ()
+
+
+def _qualified_first_key(select: exp.Select) -> Tuple[str, ...]:
+    """`... qualify row_number() over (partition by id order by ...) = 1` (or the alias of
+    such a projection): the QUALIFY keeps one row per partition of the rows this SELECT
+    makes (after its joins and WHERE), so the partition columns, projected unchanged, are
+    its key."""
+    if st.generates_rows(select):
+        return ()
+    qualify = select.args.get("qualify")
+    for operand in _first_rows(qualify.this if qualify is not None else None):
+        if isinstance(operand, exp.Column) and not operand.table:
+            named = next((p for p in select.expressions if isinstance(p, exp.Alias)
+                          and p.alias.lower() == operand.name.lower()), None)
+            operand = named.unalias() if named is not None else operand
+        columns = _first_row_partition(operand)
+        if columns:
+            key = _partition_names(select, columns)
+            if key:
+                return key
+    return ()
+
+
+# window functions of a row's place in its partition (sqlglot files them as aggregates)
+_BY_POSITION = (exp.Lag, exp.Lead, exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank,
+                exp.CumeDist)
+
+
+def _whole_partition(window: exp.Window) -> bool:
+    """An aggregate (min, max, count, first_value, ...) over a whole partition: no ORDER BY
+    (whose default frame ends at the current row), or a frame from UNBOUNDED PRECEDING to
+    UNBOUNDED FOLLOWING. Its value is the same on every row of the partition."""
+    function = window.this
+    while isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
+        function = function.this
+    if not isinstance(function, exp.AggFunc) or isinstance(function, _BY_POSITION):
+        return False
+    spec = window.args.get("spec")
+    if spec is None:
+        return window.args.get("order") is None
+    return (str(spec.args.get("start", "")).upper() == "UNBOUNDED"
+            and str(spec.args.get("start_side", "")).upper() == "PRECEDING"
+            and str(spec.args.get("end", "")).upper() == "UNBOUNDED"
+            and str(spec.args.get("end_side", "")).upper() == "FOLLOWING")
+
+
+def _distinct_partition_key(select: exp.Select) -> Tuple[str, ...]:
+    """A SELECT DISTINCT of plain columns and of aggregates over whole partitions by some of
+    them (segment's user stitching: `select distinct anonymous_id, last_value(user_id) ignore
+    nulls over (partition by anonymous_id order by ... rows between unbounded preceding and
+    unbounded following), min(tstamp) over (partition by anonymous_id) ...`): rows that agree
+    on the plain columns agree on every window, so DISTINCT leaves one; the plain columns are
+    the key. Nothing for any other projection (an expression of the row varies within them)
+    or for an aggregate outside a window."""
+    if st.generates_rows(select) or any(
+            agg.find_ancestor(exp.Select, exp.Window) is select
+            for agg in select.find_all(exp.AggFunc)):
+        return ()
+    plain: Set[Tuple[str, str]] = set()
+    names: List[str] = []
+    windows: List[exp.Window] = []
+    for projection in select.expressions:
+        value = projection.unalias()
+        if isinstance(value, exp.Column) and not projection.is_star:
+            plain.add((value.table.lower(), value.name.lower()))
+            names.append(projection.alias_or_name)
+        elif isinstance(value, exp.Window) and _whole_partition(value):
+            windows.append(value)
+        else:
+            return ()
+    for window in windows:
+        for column in window.args.get("partition_by") or []:
+            if not (isinstance(column, exp.Column)
+                    and (column.table.lower(), column.name.lower()) in plain):
+                return ()
+    return tuple(names) if names and len({n.lower() for n in names}) == len(names) else ()
 
 
 def _read_select(select: exp.Select, source: exp.Expression) -> Optional[exp.Query]:
