@@ -567,6 +567,145 @@ for _p, _keys in (("sg_", {}), ("sgk_", {"page_views": "page_view_id",
          + SG_STITCHED % (f"{_p}web_sessions_initial", f"{_p}web_user_stitching"),
      f"{_p}web_sessions": cfg(_keys.get("sessions")) + SG_SESSIONS % f"{_p}web_sessions_stitched",
     })
+# Session 67: dbt-labs' jaffle-shop (the current demo, not the classic jaffle_shop above) as
+# a Spark user runs it: its raw tables synthesized in each staging model's `source` CTE from
+# the probe's four tables, cents_to_dollars as its default `(x / 100)::numeric(16, 2)`,
+# dbt.date_trunc and dbt_utils.generate_surrogate_key spelled out, the order number per customer
+# ordered by order_id after the day (two orders of a day tie, and the check needs one answer);
+# every model keyless with
+# the project's own unique + not_null tests on its id (JS_TESTS), as jaffle-shop declares them.
+PROBES.update({
+ "js_stg_customers": cfg() + f"""
+with source as (select id, name from {C}),
+renamed as (select id as customer_id, name as customer_name from source)
+select * from renamed""",
+ "js_stg_locations": cfg() + f"""
+with source as (
+  select id, concat('store', id) as name, price / 100.0 as tax_rate,
+         dateadd(DAY, id * 30, timestamp'2016-09-01 00:00:00') as opened_at
+  from {PR} where id <= 4),
+renamed as (
+  select id as location_id, name as location_name, tax_rate,
+         date_trunc('day', opened_at) as opened_date
+  from source)
+select * from renamed""",
+ "js_stg_orders": cfg() + f"""
+with source as (
+  select id, customer_id as customer, product_id % 4 + 1 as store_id,
+         amount * 100 as subtotal, amount * 6 as tax_paid, amount * 106 as order_total,
+         dateadd(HOUR, id * 5, timestamp'2016-09-01 00:00:00') as ordered_at
+  from {O}),
+renamed as (
+  select id as order_id, store_id as location_id, customer as customer_id,
+    subtotal as subtotal_cents, tax_paid as tax_paid_cents, order_total as order_total_cents,
+    (subtotal / 100)::numeric(16, 2) as subtotal,
+    (tax_paid / 100)::numeric(16, 2) as tax_paid,
+    (order_total / 100)::numeric(16, 2) as order_total,
+    date_trunc('day', ordered_at) as ordered_at
+  from source)
+select * from renamed""",
+ "js_stg_order_items": cfg() + f"""
+with source as (
+  select id, order_id, concat('SKU', coalesce(amount, 0) % 12 + 1) as sku from {P}),
+renamed as (select id as order_item_id, order_id, sku as product_id from source)
+select * from renamed""",
+ "js_stg_products": cfg() + f"""
+with source as (
+  select concat('SKU', id) as sku, concat('product ', id) as name,
+    case category when 'cat0' then 'jaffle' when 'cat1' then 'beverage' end as type,
+    concat('about ', category) as description, price * 100 as price
+  from {PR}),
+renamed as (
+  select sku as product_id, name as product_name, type as product_type,
+    description as product_description, (price / 100)::numeric(16, 2) as product_price,
+    coalesce(type = 'jaffle', false) as is_food_item,
+    coalesce(type = 'beverage', false) as is_drink_item
+  from source)
+select * from renamed""",
+ "js_stg_supplies": cfg() + f"""
+with source as (
+  select id, concat('SKU', id % 12 + 1) as sku, concat('supply ', id) as name,
+         id * 7 % 300 as cost, tier = 'std' as perishable
+  from {C}),
+renamed as (
+  select
+    md5(cast(concat(coalesce(cast(id as string), '_dbt_utils_surrogate_key_null_'), '-',
+                    coalesce(cast(sku as string), '_dbt_utils_surrogate_key_null_')) as string))
+      as supply_uuid,
+    id as supply_id, sku as product_id, name as supply_name,
+    (cost / 100)::numeric(16, 2) as supply_cost, perishable as is_perishable_supply
+  from source)
+select * from renamed""",
+ "js_order_items": cfg() + """
+with order_items as (select * from {{ ref('js_stg_order_items') }}),
+orders as (select * from {{ ref('js_stg_orders') }}),
+products as (select * from {{ ref('js_stg_products') }}),
+supplies as (select * from {{ ref('js_stg_supplies') }}),
+order_supplies_summary as (
+  select product_id, sum(supply_cost) as supply_cost from supplies group by 1),
+joined as (
+  select order_items.*, orders.ordered_at, products.product_name, products.product_price,
+    products.is_food_item, products.is_drink_item, order_supplies_summary.supply_cost
+  from order_items
+  left join orders on order_items.order_id = orders.order_id
+  left join products on order_items.product_id = products.product_id
+  left join order_supplies_summary on order_items.product_id = order_supplies_summary.product_id)
+select * from joined""",
+ "js_orders": cfg() + """
+with orders as (select * from {{ ref('js_stg_orders') }}),
+order_items as (select * from {{ ref('js_order_items') }}),
+order_items_summary as (
+  select order_id,
+    sum(supply_cost) as order_cost,
+    sum(product_price) as order_items_subtotal,
+    count(order_item_id) as count_order_items,
+    sum(case when is_food_item then 1 else 0 end) as count_food_items,
+    sum(case when is_drink_item then 1 else 0 end) as count_drink_items
+  from order_items group by 1),
+compute_booleans as (
+  select orders.*,
+    order_items_summary.order_cost, order_items_summary.order_items_subtotal,
+    order_items_summary.count_food_items, order_items_summary.count_drink_items,
+    order_items_summary.count_order_items,
+    order_items_summary.count_food_items > 0 as is_food_order,
+    order_items_summary.count_drink_items > 0 as is_drink_order
+  from orders
+  left join order_items_summary on orders.order_id = order_items_summary.order_id),
+customer_order_count as (
+  select *,
+    row_number() over (partition by customer_id order by ordered_at asc, order_id) as customer_order_number
+  from compute_booleans)
+select * from customer_order_count""",
+ "js_customers": cfg() + """
+with customers as (select * from {{ ref('js_stg_customers') }}),
+orders as (select * from {{ ref('js_orders') }}),
+customer_orders_summary as (
+  select orders.customer_id,
+    count(distinct orders.order_id) as count_lifetime_orders,
+    count(distinct orders.order_id) > 1 as is_repeat_buyer,
+    min(orders.ordered_at) as first_ordered_at,
+    max(orders.ordered_at) as last_ordered_at,
+    sum(orders.subtotal) as lifetime_spend_pretax,
+    sum(orders.tax_paid) as lifetime_tax_paid,
+    sum(orders.order_total) as lifetime_spend
+  from orders group by 1),
+joined as (
+  select customers.*,
+    customer_orders_summary.count_lifetime_orders, customer_orders_summary.first_ordered_at,
+    customer_orders_summary.last_ordered_at, customer_orders_summary.lifetime_spend_pretax,
+    customer_orders_summary.lifetime_tax_paid, customer_orders_summary.lifetime_spend,
+    case when customer_orders_summary.is_repeat_buyer then 'returning' else 'new' end
+      as customer_type
+  from customers
+  left join customer_orders_summary
+    on customers.customer_id = customer_orders_summary.customer_id)
+select * from joined""",
+})
+JS_TESTS = {"js_stg_customers": "customer_id", "js_stg_locations": "location_id",
+            "js_stg_orders": "order_id", "js_stg_order_items": "order_item_id",
+            "js_stg_products": "product_id", "js_stg_supplies": "supply_uuid",
+            "js_order_items": "order_item_id", "js_orders": "order_id",
+            "js_customers": "customer_id"}
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 
@@ -579,6 +718,11 @@ class TestProbe:
             sources = sources.replace(f"- name: {table}\n", f"- name: {table}\n        columns:\n"
                                       "          - name: id\n            data_tests: [unique, not_null]\n")
         files = {"sources.yml": sources}
+        tested = [m for m in JS_TESTS if m in PROBES]
+        if tested:
+            files["js_models.yml"] = "version: 2\nmodels:\n" + "".join(
+                f"  - name: {m}\n    columns:\n      - name: {JS_TESTS[m]}\n"
+                "        data_tests: [unique, not_null]\n" for m in tested)
         files.update({f"{n}.sql": s for n, s in PROBES.items()})
         return files
 
