@@ -7,7 +7,6 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from dbt.adapters.spark_batch_refresh.plan.strategy import NOOP, SKIP
 from dbt.adapters.spark_batch_refresh.storage.calls import Fetch, Run
 
 
@@ -75,22 +74,6 @@ class RefreshResult(RefreshCounts):
     @property
     def rows_affected(self) -> int:
         return self.rows_inserted + self.rows_updated + self.rows_deleted
-
-    def message(self) -> str:
-        if self.action in (SKIP, NOOP):
-            return f"{self.action.upper()}: {self.reason}"
-        ups = sorted(set(self.versions_from) | set(self.versions_to))
-        moves = ", ".join(
-            f"{u} v{self.versions_from.get(u, '-')}->v{self.versions_to.get(u, '-')}" for u in ups
-        )
-        verb = ("resumed " if self.resumed else "") + self.action
-        tail = f" (fallback: {self.fallback_reason})" if self.fallback_reason else ""
-        if self.rewritten:
-            return f"{verb.upper()} [{moves}]: {self.rows_inserted} rows rewritten{tail}"
-        return (
-            f"{verb.upper()} [{moves}]: +{self.rows_inserted} ~{self.rows_updated} "
-            f"-{self.rows_deleted} rows{tail}"
-        )
 
     def to_dict(self) -> Dict[str, Any]:
         data = asdict(self)
