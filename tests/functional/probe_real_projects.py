@@ -3,7 +3,7 @@
 tests/functional/probe_real_projects.py -s`, ~12 minutes). Every model must build and equal its SQL
 from scratch after every run; what each refresh did and why it fell back is printed.
 PROBE_ONLY=q_,p_jaffle runs only the models whose names start so (m_ mrr-playbook, a_
-attribution-playbook, sg_ segment)."""
+attribution-playbook, sg_ segment, js_ jaffle-shop, dd_ dbt_utils.deduplicate)."""
 from __future__ import annotations
 
 import os
@@ -700,6 +700,25 @@ joined as (
   left join customer_orders_summary
     on customers.customer_id = customer_orders_summary.customer_id)
 select * from joined""",
+})
+# Session 67: dbt_utils.deduplicate as it compiles on Spark (no spark__ version: the default's
+# NATURAL JOIN of the relation to its numbered self, which also drops rows with a NULL
+# column) and on Databricks (QUALIFY); keyless, and keyed by the partition.
+DEDUP_NATURAL = f"""
+with row_numbered as (
+  select _inner.*, row_number() over (partition by customer_id order by amount desc, id desc) as rn
+  from {O} as _inner)
+select distinct data.* from {O} as data
+natural join row_numbered
+where row_numbered.rn = 1"""
+DEDUP_QUALIFY = f"""
+select * from {O}
+qualify row_number() over (partition by customer_id order by amount desc, id desc) = 1"""
+PROBES.update({
+ "dd_natural": cfg() + DEDUP_NATURAL,
+ "dd_qualify": cfg() + DEDUP_QUALIFY,
+ "ddk_natural": cfg('customer_id') + DEDUP_NATURAL,
+ "ddk_qualify": cfg('customer_id') + DEDUP_QUALIFY,
 })
 JS_TESTS = {"js_stg_customers": "customer_id", "js_stg_locations": "location_id",
             "js_stg_orders": "order_id", "js_stg_order_items": "order_item_id",

@@ -426,6 +426,9 @@ NUMBERED = ("(select *, row_number() over (partition by id order by received_at)
          "as rn from s.t) x where 1 = rn", ("a", "b")),
         ("select id, v from s.t qualify row_number() over (partition by id order by v desc) = 1",
          ("id",)),
+        # dbt_utils.deduplicate as it compiles on Databricks
+        ("select * from s.t qualify row_number() over (partition by k order by v desc) = 1",
+         ("k",)),
         ("select o.k, o.v, row_number() over (partition by o.k order by o.v) as rn "
          "from s.t o join s.u u on u.x = o.x qualify rn = 1", ("k",)),
         # not: rank and dense_rank repeat 1 on ties, a filter on another number, the

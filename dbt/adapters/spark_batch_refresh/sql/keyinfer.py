@@ -41,7 +41,7 @@ class Inferred:
         if select is None:
             return ()
         if any(p.is_star for p in select.expressions):
-            return self._passed(select)
+            return self._passed(select) or _qualified_first_key(select)
         group = select.args.get("group")
         if group is not None and group.expressions:
             return _group_key(select, group)
