@@ -404,7 +404,8 @@ select status, n, paid from a left join b using (status)""",
 # summed into sessions per anonymous id; sessions by `select distinct` over windows (first
 # and last values); users stitched by `last_value(...) ignore nulls`; sessions joined USING
 # the anonymous id and numbered per blended user. The package's incremental branches are
-# left out (batch_refresh replaces them). Keyless and keyed by each model's grain.
+# left out (batch_refresh replaces them). Keyless (sg_), keyless with the package's own
+# unique + not_null tests (sgt_, MODEL_TESTS), and keyed by each model's grain (sgk_).
 SG_BASE = """
 with source as (select * from {{ ref('sg_pages') }}),
 row_numbering as (
@@ -524,6 +525,34 @@ windowed as (
       as session_number
   from sessions)
 select * from windowed"""
+# the package's own form, incremental branches kept (a project moving the model from
+# `incremental` to `batch_refresh` need not remove them: is_incremental() is false under
+# batch_refresh, so the model renders its full query)
+SG_SESSIONS_INCREMENTAL = """
+with sessions as (
+  select * from {{ ref('UPSTREAM') }}
+  {% if is_incremental() %}
+  where session_start_tstamp > (select dateadd(HOUR, -3, max(session_start_tstamp)) from {{ this }})
+  {% endif %}
+),
+{% if is_incremental() %}
+agg as (
+  select blended_user_id, count(*) as starting_session_number
+  from {{ this }}
+  where session_start_tstamp <= (select dateadd(HOUR, -3, max(session_start_tstamp)) from {{ this }})
+  group by 1),
+{% endif %}
+windowed as (
+  select *,
+    row_number() over (partition by blended_user_id order by sessions.session_start_tstamp)
+      {% if is_incremental() %}+ coalesce(agg.starting_session_number, 0) {% endif %}
+      as session_number
+  from sessions
+  {% if is_incremental() %}
+  left join agg using (blended_user_id)
+  {% endif %}
+)
+select * from windowed"""
 # three minutes apart by order id, so an anonymous id's page views fall into sessions of
 # several views and sessions apart (the cut at 30 minutes); no two views at one instant
 _SG_AT = "dateadd(MINUTE, id * 3, timestamp'2021-01-01 00:00:00')"
@@ -550,7 +579,7 @@ select concat('ref', id, '.com') as host, coalesce(category, 'other') as medium,
        concat('src', id) as source
 from {PR}""",
 })
-for _p, _keys in (("sg_", {}), ("sgk_", {"page_views": "page_view_id",
+for _p, _keys in (("sg_", {}), ("sgt_", {}), ("sgk_", {"page_views": "page_view_id",
                                          "sessionized": "page_view_id",
                                          "sessions_initial": "session_id",
                                          "user_stitching": "anonymous_id",
@@ -565,7 +594,9 @@ for _p, _keys in (("sg_", {}), ("sgk_", {"page_views": "page_view_id",
      f"{_p}web_user_stitching": cfg(_keys.get("user_stitching")) + SG_STITCHING % f"{_p}web_page_views",
      f"{_p}web_sessions_stitched": cfg(_keys.get("sessions_stitched"))
          + SG_STITCHED % (f"{_p}web_sessions_initial", f"{_p}web_user_stitching"),
-     f"{_p}web_sessions": cfg(_keys.get("sessions")) + SG_SESSIONS % f"{_p}web_sessions_stitched",
+     f"{_p}web_sessions": cfg(_keys.get("sessions"))
+         + (SG_SESSIONS_INCREMENTAL.replace("UPSTREAM", f"{_p}web_sessions_stitched")
+            if _p == "sgt_" else SG_SESSIONS % f"{_p}web_sessions_stitched"),
     })
 # Session 67: dbt-labs' jaffle-shop (the current demo, not the classic jaffle_shop above) as
 # a Spark user runs it: its raw tables synthesized in each staging model's `source` CTE from
@@ -573,7 +604,7 @@ for _p, _keys in (("sg_", {}), ("sgk_", {"page_views": "page_view_id",
 # dbt.date_trunc and dbt_utils.generate_surrogate_key spelled out, the order number per customer
 # ordered by order_id after the day (two orders of a day tie, and the check needs one answer);
 # every model keyless with
-# the project's own unique + not_null tests on its id (JS_TESTS), as jaffle-shop declares them.
+# the project's own unique + not_null tests on its id (MODEL_TESTS), as jaffle-shop declares them.
 PROBES.update({
  "js_stg_customers": cfg() + f"""
 with source as (select id, name from {C}),
@@ -714,17 +745,31 @@ where row_numbered.rn = 1"""
 DEDUP_QUALIFY = f"""
 select * from {O}
 qualify row_number() over (partition by customer_id order by amount desc, id desc) = 1"""
+# Fivetran's history staging: every version of a row kept, the latest flagged by
+# `row_number() ... = 1 as is_most_recent_record`, the flag filtered in the same model.
+FLAGGED = f"""
+with fields as (
+  select id as order_id, customer_id, amount, status,
+    (row_number() over (partition by customer_id order by amount desc, id desc) = 1)
+      as is_most_recent_record
+  from {O})
+select customer_id, order_id, amount, status from fields where is_most_recent_record"""
 PROBES.update({
+ "dd_flagged": cfg() + FLAGGED,
  "dd_natural": cfg() + DEDUP_NATURAL,
  "dd_qualify": cfg() + DEDUP_QUALIFY,
  "ddk_natural": cfg('customer_id') + DEDUP_NATURAL,
  "ddk_qualify": cfg('customer_id') + DEDUP_QUALIFY,
 })
-JS_TESTS = {"js_stg_customers": "customer_id", "js_stg_locations": "location_id",
+MODEL_TESTS = {"js_stg_customers": "customer_id", "js_stg_locations": "location_id",
             "js_stg_orders": "order_id", "js_stg_order_items": "order_item_id",
             "js_stg_products": "product_id", "js_stg_supplies": "supply_uuid",
             "js_order_items": "order_item_id", "js_orders": "order_id",
-            "js_customers": "customer_id"}
+            "js_customers": "customer_id",
+            # segment's schema.yml files
+            "sgt_web_page_views": "page_view_id", "sgt_web_page_views_sessionized": "page_view_id",
+            "sgt_web_sessions_initial": "session_id", "sgt_web_user_stitching": "anonymous_id",
+            "sgt_web_sessions_stitched": "session_id", "sgt_web_sessions": "session_id"}
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 
@@ -737,10 +782,10 @@ class TestProbe:
             sources = sources.replace(f"- name: {table}\n", f"- name: {table}\n        columns:\n"
                                       "          - name: id\n            data_tests: [unique, not_null]\n")
         files = {"sources.yml": sources}
-        tested = [m for m in JS_TESTS if m in PROBES]
+        tested = [m for m in MODEL_TESTS if m in PROBES]
         if tested:
-            files["js_models.yml"] = "version: 2\nmodels:\n" + "".join(
-                f"  - name: {m}\n    columns:\n      - name: {JS_TESTS[m]}\n"
+            files["model_tests.yml"] = "version: 2\nmodels:\n" + "".join(
+                f"  - name: {m}\n    columns:\n      - name: {MODEL_TESTS[m]}\n"
                 "        data_tests: [unique, not_null]\n" for m in tested)
         files.update({f"{n}.sql": s for n, s in PROBES.items()})
         return files

@@ -431,6 +431,20 @@ NUMBERED = ("(select *, row_number() over (partition by id order by received_at)
          ("k",)),
         ("select o.k, o.v, row_number() over (partition by o.k order by o.v) as rn "
          "from s.t o join s.u u on u.x = o.x qualify rn = 1", ("k",)),
+        # Fivetran's flag: `row_number() over (...) = 1 as is_most_recent_record`, tested
+        # in a WHERE over the CTE that defines it or in the QUALIFY of its own SELECT
+        ("with f as (select id, v, row_number() over (partition by source_relation, id "
+         "order by synced desc) = 1 as is_most_recent_record, source_relation from s.h) "
+         "select source_relation, id, v from f where is_most_recent_record", ("source_relation", "id")),
+        ("with f as (select *, 1 = row_number() over (partition by id order by synced desc) "
+         "as latest from s.h) select id, v from f where f.latest = true", ("id",)),
+        ("select id, v, row_number() over (partition by id order by t desc) = 1 as latest "
+         "from s.h qualify latest", ("id",)),
+        # not: the flag negated, a flag of another comparison
+        ("with f as (select id, v, row_number() over (partition by id order by t) = 1 as latest "
+         "from s.h) select id, v from f where not latest", ()),
+        ("with f as (select id, v, row_number() over (partition by id order by t) <= 1 as latest "
+         "from s.h) select id, v from f where latest", ()),
         # not: rank and dense_rank repeat 1 on ties, a filter on another number, the
         # partition column not projected, a partition by an expression, the number <= 2
         ("select * from (select *, rank() over (partition by id order by t) as rn "

@@ -19,7 +19,7 @@ model refreshes without it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Mapping, Optional, Set, Tuple
+from typing import Callable, List, Mapping, Optional, Set, Tuple
 
 from sqlglot import exp
 
@@ -344,15 +344,36 @@ def _is_one(value: exp.Expression) -> bool:
     return isinstance(value, exp.Literal) and value.is_int and int(value.name) == 1
 
 
-def _first_rows(condition: Optional[exp.Expression]) -> List[exp.Expression]:
-    """The operands X of the conjuncts `X = 1` (either way round) of `condition`."""
+def _first_rows(condition: Optional[exp.Expression],
+                behind: Callable[[exp.Column], Optional[exp.Expression]]) -> List[exp.Expression]:
+    """The expressions X that `condition` holds at 1: its conjuncts `X = 1` (either way round),
+    and the flags it tests (`where is_most_recent_record`, `= true`) defined as `X = 1`
+    (Fivetran's `row_number() over (...) = 1 as is_most_recent_record`). `behind` gives the
+    expression a column names, or None."""
+    def resolved(value: exp.Expression) -> Optional[exp.Expression]:
+        return behind(value) if isinstance(value, exp.Column) else value
+
+    def held_at_one(value: Optional[exp.Expression]) -> List[exp.Expression]:
+        while isinstance(value, exp.Paren):
+            value = value.this
+        if not isinstance(value, exp.EQ):
+            return []
+        return [mine for mine, other in ((value.this, value.expression),
+                                         (value.expression, value.this)) if _is_one(other)]
+
     found: List[exp.Expression] = []
     for conjunct in st.conjuncts(condition) if condition is not None else []:
-        if isinstance(conjunct, exp.EQ):
+        flag: Optional[exp.Expression] = None
+        if isinstance(conjunct, exp.Column):
+            flag = conjunct
+        elif isinstance(conjunct, (exp.EQ, exp.Is)):
             for mine, other in ((conjunct.this, conjunct.expression),
                                 (conjunct.expression, conjunct.this)):
-                if _is_one(other):
-                    found.append(mine)
+                if isinstance(other, exp.Boolean) and other.this is True:
+                    flag = mine
+        if isinstance(flag, exp.Column):
+            found += [x for x in map(resolved, held_at_one(behind(flag))) if x is not None]
+        found += [x for x in map(resolved, held_at_one(conjunct)) if x is not None]
     return found
 
 
@@ -379,14 +400,17 @@ def _filtered_first_key(select: exp.Select, source: exp.Expression,
         return ()
     alias = source.alias_or_name.lower()
     where = select.args.get("where")
-    for operand in _first_rows(where.this if where is not None else None):
-        if not isinstance(operand, exp.Column) or operand.table.lower() not in ("", alias):
-            continue
-        if not operand.table and select.args.get("joins"):
-            continue  # which relation's column it is, the catalog knows; this module does not
-        numbered = next((p for p in inner.expressions
-                         if p.alias_or_name.lower() == operand.name.lower()), None)
-        columns = _first_row_partition(numbered.unalias()) if numbered is not None else None
+
+    def behind(column: exp.Column) -> Optional[exp.Expression]:
+        if column.table.lower() not in ("", alias) or (
+                not column.table and select.args.get("joins")):
+            return None  # which relation's column it is, the catalog knows; this module does not
+        named = next((p for p in inner.expressions
+                      if p.alias_or_name.lower() == column.name.lower()), None)
+        return named.unalias() if named is not None else None
+
+    for window in _first_rows(where.this if where is not None else None, behind):
+        columns = _first_row_partition(window)
         if columns:
             key = _partition_names(inner, columns)
             if key:
@@ -402,12 +426,15 @@ def _qualified_first_key(select: exp.Select) -> Tuple[str, ...]:
     if st.generates_rows(select):
         return ()
     qualify = select.args.get("qualify")
-    for operand in _first_rows(qualify.this if qualify is not None else None):
-        if isinstance(operand, exp.Column) and not operand.table:
-            named = next((p for p in select.expressions if isinstance(p, exp.Alias)
-                          and p.alias.lower() == operand.name.lower()), None)
-            operand = named.unalias() if named is not None else operand
-        columns = _first_row_partition(operand)
+
+    def behind(column: exp.Column) -> Optional[exp.Expression]:
+        named = None if column.table else next(
+            (p for p in select.expressions if isinstance(p, exp.Alias)
+             and p.alias.lower() == column.name.lower()), None)
+        return named.unalias() if named is not None else None
+
+    for window in _first_rows(qualify.this if qualify is not None else None, behind):
+        columns = _first_row_partition(window)
         if columns:
             key = _partition_names(select, columns)
             if key:
