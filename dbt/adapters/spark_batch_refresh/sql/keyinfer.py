@@ -389,6 +389,19 @@ def _partition_names(select: exp.Select, columns: List[exp.Column]) -> Tuple[str
     return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
 
 
+def _first_row_key(condition: Optional[exp.Expression],
+                   behind: Callable[[exp.Column], Optional[exp.Expression]],
+                   numbering: exp.Select) -> Tuple[str, ...]:
+    """The partition columns of a `row_number()` window that `condition` holds at 1, as the
+    SELECT that computes the window (`numbering`) names them."""
+    for window in _first_rows(condition, behind):
+        columns = _first_row_partition(window)
+        key = _partition_names(numbering, columns) if columns else ()
+        if key:
+            return key
+    return ()
+
+
 def _filtered_first_key(select: exp.Select, source: exp.Expression,
                         inner: exp.Query) -> Tuple[str, ...]:
     """The dedup that staging models write: `select * from numbered where rn = 1`, where
@@ -409,13 +422,7 @@ def _filtered_first_key(select: exp.Select, source: exp.Expression,
                       if p.alias_or_name.lower() == column.name.lower()), None)
         return named.unalias() if named is not None else None
 
-    for window in _first_rows(where.this if where is not None else None, behind):
-        columns = _first_row_partition(window)
-        if columns:
-            key = _partition_names(inner, columns)
-            if key:
-                return key
-    return ()
+    return _first_row_key(where.this if where is not None else None, behind, inner)
 
 
 def _qualified_first_key(select: exp.Select) -> Tuple[str, ...]:
@@ -433,13 +440,7 @@ def _qualified_first_key(select: exp.Select) -> Tuple[str, ...]:
              and p.alias.lower() == column.name.lower()), None)
         return named.unalias() if named is not None else None
 
-    for window in _first_rows(qualify.this if qualify is not None else None, behind):
-        columns = _first_row_partition(window)
-        if columns:
-            key = _partition_names(select, columns)
-            if key:
-                return key
-    return ()
+    return _first_row_key(qualify.this if qualify is not None else None, behind, select)
 
 
 # window functions of a row's place in its partition (sqlglot files them as aggregates)
