@@ -313,6 +313,19 @@ from (select *, row_number() over (partition by customer_id order by amount desc
       from {{ source('raw', 'orders') }} where status <> 'cancelled') d
 where rn = 1
 """, 2),
+    # No key of its own: the one s_dedup_latest's query proves (customer_id), which that
+    # model's commits record, passes through the filter and projection (and on through
+    # s_dedup_chain). Recomputed in full before session 68 (an upstream's inferred key was
+    # not known downstream).
+    Shape("s_dedup_downstream", """
+{{ config(materialized='batch_refresh') }}
+select customer_id, order_id, amount * 2 as amount2
+from {{ ref('s_dedup_latest') }} where amount > 10
+""", 2),
+    Shape("s_dedup_chain", """
+{{ config(materialized='batch_refresh') }}
+select customer_id, amount2, amount2 > 100 as big from {{ ref('s_dedup_downstream') }}
+""", 2),
     # A dedup written with QUALIFY over a join (Spark 4.2 accepts it): the window reads the
     # joined rows, so it is split from the join (winsplit.split_joined_windows) and a
     # customer's change recomputes the partitions of every product its orders fall in.
@@ -709,7 +722,8 @@ class TestShapeCatalogue:
                             ("s_right_join_on_aggregate", "condition lost an aggregated value"),
                             ("s_tested_key", "unique_key: id (declared by the model's tests)"),
                             ("s_upstream_key", "unique_key: id (inferred from the query and the keys its upstreams'"),
-                            ("s_pair_key", "unique_key: payment_id, product_id (inferred from the query and the keys its upstreams'")):
+                            ("s_pair_key", "unique_key: payment_id, product_id (inferred from the query and the keys its upstreams'"),
+                            ("s_dedup_chain", "unique_key: customer_id (inferred from the query and the keys of its upstream batch_refresh models ")):
             if model not in names:
                 continue
             _, explained = run_dbt_and_capture(

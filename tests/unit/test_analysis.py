@@ -491,3 +491,57 @@ def test_key_of_first_row_per_partition(sql, key):
 def test_key_of_distinct_over_whole_partitions(sql, key):
     a = sa.analyze(sql)
     assert a.key == key, (a.key, a.incremental_reason)
+
+
+def test_an_upstream_models_proven_key_counts_as_the_querys_own():
+    """A keyless model over a `batch_refresh` model whose query proves a key (recorded in its
+    commits) infers its key through it as from the query: proven, not resting on tests."""
+    sql = "select customer_id, order_id, amount * 2 as a2 from s.latest where amount > 10"
+    assert sa.analyze(sql).key == ()
+    a = sa.analyze(sql, proven_keys={"s.latest": ("customer_id",)})
+    assert a.key == ("customer_id",) and a.key_source == "query"
+    assert a.key_through == ("s.latest",) and a.incremental_reason is None
+    # beside a key the tests of another upstream declare, the key rests on those tests
+    joined = ("select l.customer_id, c.region from s.latest l "
+              "left join s.customers c on c.id = l.customer_id")
+    b = sa.analyze(joined, upstream_keys={"s.customers": ("id",)},
+                   proven_keys={"s.latest": ("customer_id",)})
+    assert b.key == ("customer_id",) and b.key_source == "upstream tests"
+    # not projected: no key
+    assert sa.analyze("select order_id from s.latest",
+                      proven_keys={"s.latest": ("customer_id",)}).key == ()
+
+
+def test_a_left_join_using_the_joined_key_keeps_the_preserved_key():
+    """segment's stitched sessions: `select sessions.*, ... from sessions left join
+    id_stitching using (anonymous_id)`, the stitching keyed by anonymous_id, matches each
+    session with one row at most, so the sessions' key passes (a qualified or bare `*`)."""
+    keys = {"s.sessions": ("session_id",), "s.stitching": ("anonymous_id",)}
+    for sql in ("select sessions.*, coalesce(st.user_id, sessions.anonymous_id) as blended "
+                "from s.sessions sessions left join s.stitching st using (anonymous_id)",
+                "select * from s.sessions left join s.stitching using (anonymous_id)",
+                "select se.session_id, st.user_id from s.sessions se "
+                "join s.stitching st using (anonymous_id, user_id)"):
+        assert sa.analyze(sql, upstream_keys=keys).key == ("session_id",), sql
+    # USING not every column of the joined key, or a right join: may repeat a session
+    other = {"s.sessions": ("session_id",), "s.stitching": ("anonymous_id", "day")}
+    assert sa.analyze("select * from s.sessions left join s.stitching using (anonymous_id)",
+                      upstream_keys=other).key == ()
+    assert sa.analyze("select s.* from s.sessions s right join s.stitching t "
+                      "using (anonymous_id)", upstream_keys=keys).key == ()
+
+
+def test_a_key_through_an_upstream_models_key_is_dropped_where_it_repeats():
+    """executor._key_retry: a key the query proves alone fails on a repeat (it cannot repeat
+    but through a NULL); one through an upstream model's key (configured, maybe wrong) is
+    dropped instead, as one resting on tests is; a NULL makes either null-safe first."""
+    from dbt.adapters.spark_batch_refresh.engine.executor import _key_retry
+    from dbt.adapters.spark_batch_refresh.errors import BadKeyError, NullKeyError
+    alone = sa.analyze("select k, count(*) as n from s.t group by k")
+    through = sa.analyze("select k, v from s.up", proven_keys={"s.up": ("k",)})
+    assert alone.key_through == () and through.key_through == ("s.up",)
+    repeat, null = BadKeyError("m", "bad unique_key", []), NullKeyError("m", "bad unique_key", [])
+    assert _key_retry(repeat, alone, null_safe=False) is None
+    assert _key_retry(repeat, through, null_safe=False).null_safe is False
+    assert _key_retry(null, through, null_safe=False).null_safe is True
+    assert _key_retry(repeat, through, null_safe=True).null_safe is False

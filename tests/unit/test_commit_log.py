@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime
 
 from dbt.adapters.spark_batch_refresh.storage.commit_log import (
@@ -240,3 +241,51 @@ def test_table_details_are_shared_like_histories() -> None:
     shared.clear()  # the invocation ended
     DeltaReader(fetch, shared).details(["s.t", "s.u"])
     assert len(asked) == 6
+
+
+def test_a_proved_key_is_recorded_for_the_models_downstream():
+    """recorded_key: the key of the refresh commit that made a version's rows; nothing where
+    the history read does not show that commit, or a write no refresh made came after it, or
+    the refresh was a chunk of several."""
+    from dbt.adapters.spark_batch_refresh.storage.commit_log import recorded_key
+    keyed = replace(COMMIT, key=("customer_id",))
+    assert RefreshCommit.from_history(_entry(keyed.to_metadata(), 9), "model.p.m").key == (
+        "customer_id",)
+    assert RefreshCommit.from_history(_entry(COMMIT.to_metadata(), 9), "model.p.m").key == ()
+    ours = keyed.to_metadata()
+    history = [_entry(None, 12, "OPTIMIZE"), _entry(ours, 11), _entry(None, 10, "WRITE"),
+               _entry(ours, 9)]
+    assert recorded_key(history, 12) == ("customer_id",)  # maintenance since the refresh
+    assert recorded_key(history, 11) == ("customer_id",)
+    assert recorded_key(history, 10) == ()  # an outside write made it
+    assert recorded_key(history, 9) == ("customer_id",)
+    assert recorded_key(history, 8) == ()  # not in the history read
+    assert recorded_key(history, 13) == ()
+    assert recorded_key([_entry(None, 12, "OPTIMIZE"), _entry(ours, 10)], 12) == ()  # gap
+    assert recorded_key([_entry(keyed.for_chunk(1, 2).to_metadata(), 5)], 5) == ()
+    assert recorded_key([_entry(keyed.for_chunk(2, 2).to_metadata(), 6)], 6) == (
+        "customer_id",)
+    assert recorded_key([_entry(COMMIT.to_metadata(), 5)], 5) == ()  # none recorded
+
+
+def test_an_upstream_key_serves_only_where_both_versions_record_it():
+    """DeltaReader.proven_keys: the key at the version pinned and at the one consumed, from
+    the history latest_point read (no other statement)."""
+    from dbt.adapters.spark_batch_refresh.storage.delta import DeltaReader
+    keyed = replace(COMMIT, key=("customer_id",)).to_metadata()
+    history = [_entry(keyed, 7), _entry(COMMIT.to_metadata(), 6), _entry(keyed, 5)]
+    statements = []
+
+    def fetch(sql):
+        statements.append(sql)
+        return history
+
+    reader = DeltaReader(fetch)
+    latest = {"s.up": reader.latest_point("s.up"), "s.src": None}
+    assert latest["s.up"].version == 7 and len(statements) == 1
+    assert reader.proven_keys(["s.up", "s.src"], {}, latest) == {"s.up": ("customer_id",)}
+    assert reader.proven_keys(["s.up"], {"s.up": 7}, latest) == {"s.up": ("customer_id",)}
+    assert reader.proven_keys(["s.up"], {"s.up": 5}, latest) == {"s.up": ("customer_id",)}
+    assert reader.proven_keys(["s.up"], {"s.up": 6}, latest) == {}  # keyless then
+    assert reader.proven_keys(["s.up"], {"s.up": 2}, latest) == {}  # not read
+    assert len(statements) == 1

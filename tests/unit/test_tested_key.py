@@ -67,4 +67,8 @@ def test_declared_keys_read_from_the_graph():
     found = declared_keys(graph, graph["nodes"]["model.p.m"])
     assert declared_key(found["model"]) == ("id",)
     assert {r: declared_key(v) for r, v in found["upstreams"].items()} == {
-        "raw.orders": ("a", "b"), "an.up": ("k",)}
+        "raw.orders": ("a", "b"), "an.up": ()}
+    # an upstream batch_refresh model's configured key: as good as one its query proves
+    config = parse_config("m", {DECLARED_KEYS: found})
+    assert config.upstream_keys == {"raw.orders": ("a", "b")}
+    assert config.upstream_model_keys == {"an.up": ("k",)}

@@ -21,7 +21,7 @@ from dbt.adapters.spark_batch_refresh import __version__
 from dbt.adapters.spark_batch_refresh.report import explain
 from dbt.adapters.spark_batch_refresh.report import nodes
 from dbt.adapters.spark_batch_refresh.sql.analysis import (
-    analyze, coarse_description, keyless_if_null)
+    analyze, coarse_description, keyless_if_null, through_proven_keys)
 from dbt.adapters.spark_batch_refresh.plan.config import CONFIG_NAMES, parse_config
 from dbt.adapters.spark_batch_refresh.plan.strategy import sidecar_behind
 from dbt.adapters.spark_batch_refresh.plan.tested_key import declared_keys
@@ -412,7 +412,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         config = parse_config(model, dict(raw_config))
         refresher = self._refresher()
         sql, views = refresher.views.see_through(sql)
-        analysis = analyze(sql, config.unique_key, config.tested_key, config.upstream_keys)
+        analysis = analyze(sql, config.unique_key, config.tested_key, config.upstream_keys,
+                           config.upstream_model_keys)
         consumed: Dict[str, int] = {}
         phase: Optional[str] = None
         target = _render(relation) if relation else None
@@ -438,6 +439,15 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             if latest is not None:
                 feed = explain.props_change_feed(refresher.reader.details([name])[name][1])
             upstreams.append(explain.UpstreamInfo(name, latest, feed, consumed.get(name)))
+        if not analysis.key:  # as the refresh does: through its upstream models' proven keys
+            proven = refresher.reader.proven_keys(analysis.upstreams, consumed,
+                                                  {u.name: u.latest for u in upstreams})
+            keyed = through_proven_keys(sql, config.tested_key, config.upstream_keys,
+                                        {**proven, **config.upstream_model_keys},
+                                        last is not None and last.null_key)
+            if keyed is not None:
+                analysis, _, null_safe = keyed
+                config = replace(config, nullable_key=null_safe)
         recorded = None if last is None else explain.LastRefresh(
             last.action, last.estimate_s, last.seconds(), last.memory_after(),
             sidecar_behind(config, analysis, last.action, last.fallback_reason))

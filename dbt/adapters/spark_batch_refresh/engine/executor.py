@@ -112,7 +112,17 @@ class _Run:
                         plan.choice.estimate_s is not None else None),
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None,
             key_top=self.key_top(), key_top_added=self.key_top_added(),
-            sidecar_rebuilt=bool(self.staged and self.staged.sidecar_rebuilt))
+            sidecar_rebuilt=bool(self.staged and self.staged.sidecar_rebuilt),
+            key=self.proved_key())
+
+    def proved_key(self) -> Tuple[str, ...]:
+        """The key this commit records for the models downstream (RefreshCommit.key): one
+        the query proves (alone or through upstream models' keys) and no refresh found NULL.
+        Not the model's configured one (dbt's graph hands that downstream) nor one that rests
+        on dbt tests."""
+        if self.null_key or self.config.nullable_key or not self.inferred_key:
+            return ()
+        return tuple(self.config.unique_key) if self.analysis.key_source == "query" else ()
 
     def key_top(self) -> Optional[KeyTop]:
         """The target's key ceiling after this refresh's write (plan/key_top.py); for a write
@@ -149,12 +159,16 @@ def _key_retry(exc: BatchRefreshUserError, analysis: sa.Analysis,
     """How a refresh whose key is not configured plans again when the key proved bad, or None
     (the error stands). One inferred from the query alone is unique by construction, so a NULL
     (a NULL group) makes it null-safe, and only a repeat under `<=>` drops it; one that rests
-    on dbt tests (the model's or its upstreams') is dropped on a NULL or a repeat."""
+    on dbt tests (the model's or its upstreams') is dropped on a NULL or a repeat; one through
+    an upstream model's key is as the query's, but a repeat drops it too (that upstream's key
+    may be configured wrong)."""
     if analysis.key_source in ("tests", "upstream tests"):
         return _InferredKeyNull(null_safe=False) if isinstance(exc, BadKeyError) else None
     if isinstance(exc, NullKeyError) and not null_safe:
         return _InferredKeyNull(null_safe=True)
-    return _InferredKeyNull(null_safe=False) if null_safe and isinstance(exc, BadKeyError) else None
+    if isinstance(exc, BadKeyError) and (null_safe or analysis.key_through):
+        return _InferredKeyNull(null_safe=False)
+    return None
 
 
 class _InferredKeyNull(Exception):
@@ -211,14 +225,15 @@ class Refresher:
     def _refresh(self, req: RefreshRequest, config: BatchRefreshConfig,
                  waiter: LeaseWait, infer: bool = True, nulls: bool = False) -> RefreshResult:
         now, clock = current_time(), measuring_time()
-        analysis = sa.analyze(req.sql, config.unique_key, config.tested_key,
-                              config.upstream_keys)
+        written = req.sql
+        analysis = sa.analyze(written, config.unique_key, config.tested_key,
+                              config.upstream_keys, config.upstream_model_keys)
         fingerprint = sa.fingerprint(analysis, config.result_fingerprint_parts(), req.run_values)
         log = (self.reader.target_log(req.target, req.model_id) if req.target_kind == "delta"
                else TargetLog(None))
+        null_seen = nulls or (log.last is not None and log.last.null_key and not req.full_refresh)
         analysis, keyless, null_safe = sa.keyless_if_null(
-            analysis, config.unique_key, drop=not infer, null_seen=nulls or (
-                log.last is not None and log.last.null_key and not req.full_refresh))
+            analysis, config.unique_key, drop=not infer, null_seen=null_seen)
         inferred = bool(analysis.key) and not config.unique_key
         # From here on the key is the configured one or the one inferred from GROUP BY.
         config = replace(config, unique_key=analysis.key, nullable_key=null_safe)
@@ -248,6 +263,19 @@ class Refresher:
         if closed is not None:
             return self._finish(_result(closed))
         latest = self.reader.latest_points(req.model, analysis.upstreams)
+        if not analysis.key and infer and not keyless:
+            # No key yet: one may pass through the keys upstream batch_refresh models'
+            # queries prove, which their commits record (read with `latest`, no statement).
+            proven = self.reader.proven_keys(analysis.upstreams, {
+                u: p.version for u, p in (state.consumed if state is not None else {}).items()},
+                latest)
+            keyed = sa.through_proven_keys(written, config.tested_key, config.upstream_keys,
+                                           {**proven, **config.upstream_model_keys}, null_seen)
+            if keyed is not None:
+                analysis, keyless, null_safe = keyed
+                inferred = bool(analysis.key)
+                config = replace(config, unique_key=analysis.key, nullable_key=null_safe)
+                req = replace(req, sql=analysis.replay_sql or written)
         memory = log.last.memory_after() if log.last is not None else CostMemory()
         inserts_alone, counted = self._keyless_inserts_alone(analysis, state, latest)
         plan = plan_run(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError
-from dbt.adapters.spark_batch_refresh.plan.tested_key import tested_key
+from dbt.adapters.spark_batch_refresh.plan.tested_key import configured_key, tested_key
 
 REFRESH_MODES = ("auto", "incremental", "full", "overwrite")
 CHANGE_ACTIONS = ("rebuild", "fail")
@@ -78,6 +78,9 @@ class BatchRefreshConfig:
     # pass through. Not result-shaping configs: the rows are the same.
     tested_key: Tuple[str, ...] = ()
     upstream_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    # The unique_key each upstream batch_refresh model configures, which the plugin checks
+    # on its writes: a key through it counts as one the query proves (keyinfer.proven_keys).
+    upstream_model_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     # Not a config either: set by the executor where the key inferred from the query was found
     # NULL (a NULL group). NULL is then one key value like any other: every match of a key
     # is null-safe (`<=>`), and the writes that cannot match a NULL key are not used.
@@ -174,6 +177,8 @@ def parse_config(model: str, raw: Mapping[str, Any]) -> BatchRefreshConfig:
         tblproperties={str(k): str(v) for k, v in tblproperties.items()},
         tested_key=tested_key(declared.get("model") or ()),
         upstream_keys={r: k for r, k in ((r, tested_key(records)) for r, records in (
+            declared.get("upstreams") or {}).items()) if k},
+        upstream_model_keys={r: k for r, k in ((r, configured_key(records)) for r, records in (
             declared.get("upstreams") or {}).items()) if k},
     )
     if problems:

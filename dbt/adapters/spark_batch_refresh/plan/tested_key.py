@@ -12,8 +12,9 @@ The records are read from dbt's graph (`declared_keys`, called by the materializ
 `explain` with the `graph` context variable), one per test or constraint: {"kind": "unique" |
 "not_null" | "unique_combination_of_columns" | "primary_key" | "unique_constraint" |
 "not_null_constraint", "columns": [...], "where": ...}; for the model itself and for each
-upstream it reads (by relation name), where an upstream `batch_refresh` model's configured
-unique_key counts as its primary key (the plugin checks it on every write).
+upstream it reads (by relation name); an upstream `batch_refresh` model's configured
+unique_key is a record of its own ("configured_key", configured_key), which the plugin checks
+on that model's writes: a key through it counts as one the query proves.
 """
 
 from __future__ import annotations
@@ -44,6 +45,14 @@ def tested_key(records: Sequence[Mapping[str, Any]]) -> Tuple[str, ...]:
     return ()
 
 
+def configured_key(records: Sequence[Mapping[str, Any]]) -> Tuple[str, ...]:
+    """An upstream `batch_refresh` model's configured unique_key, from its records."""
+    for record in records:
+        if isinstance(record, Mapping) and record.get("kind") == "configured_key":
+            return tuple(_columns(record))
+    return ()
+
+
 def _columns(record: Mapping[str, Any]) -> List[str]:
     columns = record.get("columns")
     if isinstance(columns, str):
@@ -70,7 +79,7 @@ def declared_keys(graph: Mapping[str, Any], node: Mapping[str, Any]) -> Dict[str
         if parent.get("resource_type") == "model" and config.get("materialized") == "batch_refresh":
             configured = config.get("unique_key")
             if configured:
-                records.append({"kind": "primary_key", "columns": (
+                records.append({"kind": "configured_key", "columns": (
                     [configured] if isinstance(configured, str) else list(configured))})
         name = parent.get("identifier") or parent.get("alias") or parent.get("name")
         upstreams[f"{parent.get('schema')}.{name}".lower()] = records

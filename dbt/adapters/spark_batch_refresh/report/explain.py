@@ -114,6 +114,10 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
     elif analysis.key and config.nullable_key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query; NULL "
                      f"in some rows, a group of its own: matched null-safely)")
+    elif analysis.key and analysis.key_through:
+        lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query and "
+                     f"the keys of its upstream batch_refresh models "
+                     f"{', '.join(analysis.key_through)})")
     elif analysis.key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query)")
     else:

@@ -63,6 +63,9 @@ class Analysis:
     # For a key that is not configured: "query", "tests" (the model's), "upstream tests"
     # (the query's key rests on keys its upstreams' tests declare)
     key_source: str = ""
+    # The upstream batch_refresh models whose recorded keys (keyinfer.Inferred.proven_keys)
+    # the inferred key passes through, for explain.
+    key_through: Tuple[str, ...] = ()
     key_errors: Tuple[str, ...] = ()  # a configured unique_key the query proves wrong
     # Why affected-key replay is unsound for this model and key (None when it is sound).
     incremental_reason: Optional[str] = None
@@ -123,16 +126,20 @@ def nondeterministic_function(tree: exp.Expression) -> Optional[str]:
 
 
 def analyze(sql: str, unique_key: Sequence[str] = (), tested_key: Sequence[str] = (),
-            upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
+            upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None,
+            proven_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
     """What the model reads and how it can replay. Never raises: an analysis or rewriting
     defect (an exception of the parser or of the rewrites, rehearsed here on every replay
     path the model may take) costs a full recompute with the reason, never a failed build.
     `tested_key`, the key the model's tests declare, is used when neither `unique_key` nor
     the query gives one and the query does not prove it wrong; `upstream_keys`, the keys its
-    upstreams' tests declare, let the query give one through them (keyinfer.py)."""
+    upstreams' tests declare, let the query give one through them (keyinfer.py);
+    `proven_keys`, the keys of upstream `batch_refresh` models (configured, which the plugin
+    checks on their writes, or proved by their queries and recorded in their commits), count
+    as keys the query itself proves."""
     try:
         fail_point("during_analysis")
-        analysis = _analyze(sql, unique_key, upstream_keys, tested_key)
+        analysis = _analyze(sql, unique_key, upstream_keys, tested_key, proven_keys)
         try:
             analysis = _split_for_replay(sql, unique_key, analysis) or analysis
         except Exception:  # noqa: BLE001 -- a defect of the split: the model as written
@@ -183,6 +190,7 @@ def _split_for_replay(sql: str, unique_key: Sequence[str],
     # aggregate_upkeep='delta' it is still kept in a sidecar (replay_rule prefers it).
     return replace(other, normalized_sql=analysis.normalized_sql, key=analysis.key,
                    inferred_key=analysis.inferred_key, key_source=analysis.key_source,
+                   key_through=analysis.key_through,
                    key_errors=analysis.key_errors,
                    replay_sql=replay_sql, intermediate=analysis.intermediate,
                    intermediate_reason=analysis.intermediate_reason)
@@ -225,7 +233,8 @@ def _rehearsal_rows(upstream: str, change_types: Tuple[str, ...]) -> str:
 
 def _analyze(sql: str, unique_key: Sequence[str],
              upstream_keys: Optional[Mapping[str, Tuple[str, ...]]] = None,
-             tested_key: Sequence[str] = ()) -> Analysis:
+             tested_key: Sequence[str] = (),
+             proven_keys: Optional[Mapping[str, Tuple[str, ...]]] = None) -> Analysis:
     try:
         tree = st.parse_written(sql)
     except (ParseError, sqlglot.errors.TokenError) as exc:
@@ -242,7 +251,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
     tables = st.physical_tables(tree)
     upstreams = tuple(sorted({table_name(t) for t in tables}))
     blocker = _rowwise_blocker(tree, tables)
-    inference = Inferred(upstream_keys or {})
+    inference = Inferred(upstream_keys or {}, proven_keys=proven_keys or {})
     inferred = inference.key(tree)
     key_source = "" if unique_key else "upstream tests" if inference.declared else "query"
     if not unique_key and not inferred and tested_key and not key_errors(tree, tested_key):
@@ -279,6 +288,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
     return Analysis(upstreams, "general" if blocker else "rowwise", blocker, normalized,
                     key=key, inferred_key=inferred,
                     key_source=key_source if inferred else "",
+                    key_through=tuple(inference.proven_used) if inferred else (),
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,
@@ -557,6 +567,19 @@ def keyless_if_null(analysis: Analysis, unique_key: Sequence[str], null_seen: bo
     if drop or (null_seen and analysis.key_source != "query"):
         return without_inferred_key(analysis), True, False
     return analysis, False, null_seen
+
+
+def through_proven_keys(sql: str, tested_key: Sequence[str],
+                        upstream_keys: Optional[Mapping[str, Tuple[str, ...]]],
+                        proven_keys: Mapping[str, Tuple[str, ...]],
+                        null_seen: bool) -> Optional[Tuple[Analysis, bool, bool]]:
+    """For a model that found no key: its analysis through the keys its upstream
+    `batch_refresh` models' queries prove, as keyless_if_null gives it; None when that
+    gives no key either."""
+    if not proven_keys:
+        return None
+    keyed = analyze(sql, (), tested_key, upstream_keys, proven_keys)
+    return keyless_if_null(keyed, (), null_seen=null_seen) if keyed.key else None
 
 
 _KEY_SOURCES = {"tests": "its tests declare",

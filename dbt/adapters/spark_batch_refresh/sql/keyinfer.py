@@ -33,6 +33,12 @@ class Inferred:
 
     upstream_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     declared: bool = False
+    # Keys of upstream `batch_refresh` models: configured (checked on their writes), or
+    # proved by their queries at both versions a refresh reads (recorded in their commits:
+    # commit_log.recorded_key). As good as a key this query proves: using one leaves
+    # `declared` alone.
+    proven_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
+    proven_used: List[str] = field(default_factory=list)  # the upstreams whose proven key served
 
     def key(self, tree: exp.Expression) -> Tuple[str, ...]:
         if isinstance(tree, exp.Union):
@@ -164,6 +170,11 @@ class Inferred:
         # dbt writes every relation it resolves with its schema; a bare name is a CTE's
         if (isinstance(source, exp.Table) and source.name and source.args.get("db")
                 and not source.args.get("version")):
+            proven = _declared(self.proven_keys, st.table_name(source))
+            if proven:
+                if st.table_name(source) not in self.proven_used:
+                    self.proven_used.append(st.table_name(source))
+                return proven
             declared = _declared(self.upstream_keys, st.table_name(source))
             if declared:
                 self.declared = True
@@ -173,13 +184,19 @@ class Inferred:
     def _at_most_one(self, select: exp.Select, join: exp.Join) -> bool:
         """`join` matches each row of the relations before it with at most one row: a semi or
         anti join, or an inner / left join whose ON equates every column of the joined
-        relation's key to an expression that does not read the joined relation."""
+        relation's key to an expression that does not read the joined relation, or whose
+        USING names every column of it (segment's sessions `left join id_stitching using
+        (anonymous_id)`)."""
         kind = (join.args.get("kind") or "").upper()
         if kind in ("SEMI", "ANTI"):
             return True
         side = (join.side or "").upper()
-        if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER") or join.args.get("using"):
+        if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER"):
             return False
+        using = {u.name.lower() for u in join.args.get("using") or []}
+        if using:
+            key = self._relation_key(select, join.this)
+            return bool(key) and all(k.lower() in using for k in key)
         joined = join.this
         alias = joined.alias_or_name.lower()
         on = join.args.get("on")
@@ -252,7 +269,7 @@ def infer_key(tree: exp.Expression,
 
 
 def _declared(upstream_keys: Mapping[str, Tuple[str, ...]], name: str) -> Tuple[str, ...]:
-    """An upstream's declared key, by its schema and name as the model writes them (the
+    """An upstream's declared (or proven) key, by its schema and name as the model writes them (the
     catalog may be left out on either side: `spark_catalog.raw.orders` is `raw.orders`)."""
     parts = name.split(".")[-2:]
     for relation, key in upstream_keys.items():

@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from dbt.adapters.spark_batch_refresh.plan.cost import INSERTS, CostMemory, remember
 from dbt.adapters.spark_batch_refresh.plan.key_top import KeyTop, KeyType
@@ -94,6 +94,11 @@ class RefreshCommit:
     # A replay that rebuilt the sidecar an overwrite left behind (engine/stage.py): measured
     # as a full recompute.
     sidecar_rebuilt: bool = False
+    # The columns every row of the target is unique by after this commit, where the query
+    # proves it (not a configured key, not one that rests on dbt tests, not one found NULL):
+    # read by the models downstream of it (recorded_key), which have no other way to know
+    # an inferred key.
+    key: Tuple[str, ...] = ()
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -137,6 +142,7 @@ class RefreshCommit:
             "key_top": self.key_top.to_json() if self.key_top else None,
             "key_top_added": self.key_top_added.to_json() if self.key_top_added else None,
             "sidecar_rebuilt": self.sidecar_rebuilt or None,
+            "key": list(self.key) or None,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -171,6 +177,7 @@ class RefreshCommit:
             rule=_rule(data.get("strategy")), key_top=KeyTop.from_json(data.get("key_top")),
             key_top_added=KeyType.from_json(data.get("key_top_added")),
             sidecar_rebuilt=bool(data.get("sidecar_rebuilt")),
+            key=_key(data.get("key")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=as_map(entry.get("operationMetrics")),
         )
@@ -212,6 +219,40 @@ def _rule(value: Any) -> Optional[Strategy]:
         return Strategy(str(value)) if value else None
     except ValueError:
         return None
+
+
+def _key(value: Any) -> Tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
+        return ()
+    return tuple(value)
+
+
+def recorded_key(entries: Sequence[Mapping[str, Any]], version: int) -> Tuple[str, ...]:
+    """The key a `batch_refresh` model's target holds at `version`, as the refresh commit
+    that made that version's rows recorded it (RefreshCommit.key), from `entries` (its
+    newest history, newest first); () when those entries do not say: the version is not
+    among them, a commit no refresh made changed rows at or before it, or the refresh
+    that made it was not complete (a chunk of several)."""
+    rows = sorted((e for e in entries if int(e.get("version", -1)) <= version),
+                  key=lambda e: -int(e.get("version", -1)))
+    if not rows or int(rows[0].get("version", -1)) != version:
+        return ()
+    for expected, entry in enumerate(rows):
+        if int(entry.get("version", -1)) != version - expected:
+            return ()  # a commit between them was not read
+        text = str(entry.get("userMetadata") or "")
+        if PLAN_KEY in text:
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return ()
+            if (not isinstance(data, dict) or data.get("format") != FORMAT
+                    or int(data.get("chunk") or 1) < int(data.get("chunks") or 1)):
+                return ()
+            return _key(data.get("key"))
+        if str(entry.get("operation") or "").upper() not in MAINTENANCE_OPERATIONS:
+            return ()
+    return ()
 
 
 def _time(value: Any) -> Optional[datetime]:

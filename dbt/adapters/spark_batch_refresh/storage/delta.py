@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog
+from dbt.adapters.spark_batch_refresh.storage.commit_log import TargetLog, recorded_key
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshUserError, MissingUpstream
 from dbt.adapters.spark_batch_refresh.plan.cost import commit_rows, window_rows
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint, moved_ranges
@@ -224,6 +224,23 @@ class DeltaReader:
                              as_map(r.get("operationParameters")))
                  for r in recent if start <= int(r["version"]) <= end]
         return window_rows(found, end - start + 1)
+
+    def proven_keys(self, upstreams: Sequence[str], consumed: Mapping[str, int],
+                    latest: Mapping[str, Optional[UpstreamPoint]]) -> Dict[str, Tuple[str, ...]]:
+        """The key each upstream `batch_refresh` model's query proves at the version it is
+        pinned to and at the one consumed (`consumed`; none for a model that consumed nothing
+        of it), as their refresh commits in the history latest_point read record them
+        (commit_log.recorded_key); an upstream whose two versions do not both say the same
+        key is left out. No statement."""
+        found: Dict[str, Tuple[str, ...]] = {}
+        for upstream in upstreams:
+            point = latest.get(upstream)
+            recent = self._recent.get(upstream, [])
+            key = recorded_key(recent, point.version) if point is not None else ()
+            seen = consumed.get(upstream)
+            if key and (seen is None or recorded_key(recent, seen) == key):
+                found[upstream] = key
+        return found
 
     def inserts_only(self, upstream: str, start: int, end: int) -> bool:
         """Whether `upstream`'s change feed over versions start..end holds inserts alone, as the
