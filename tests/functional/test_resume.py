@@ -80,3 +80,43 @@ class TestErrorThenResume:
         chunks = [c["chunk"] for c in target_commits(project) if c["batch_refresh_plan"] == plan_id]
         assert sorted(chunks) == [1, 2, 3, 4]
         assert actions(project, "chunky") == ["backfill", "replay"]
+
+
+UPSTREAM = """
+{{ config(materialized='batch_refresh') }}
+select id, max(v) as v from {{ source('raw', 'src') }} group by id
+"""
+# No key of its own: `id`, through the key its upstream's GROUP BY proves and records.
+DOWNSTREAM = """
+{{ config(materialized='batch_refresh', merge_chunk_rows=5) }}
+select id, v * 10 as v10 from {{ ref('grouped') }} where v >= 0
+"""
+
+
+class TestResumeThroughAnUpstreamKey:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "grouped.sql": UPSTREAM, "keyed_down.sql": DOWNSTREAM}
+
+    def test_an_interrupted_refresh_resumes_with_the_key_it_planned(self, project, monkeypatch):
+        """A model keyed through its upstream model's recorded key, interrupted after its
+        first chunk, resumes with that key (its upstreams are not read on a resume)."""
+        src = f"{project.test_schema}.src"
+        project.run_sql(f"create table {src} (id int, v int) using delta "
+                        f"tblproperties (delta.enableChangeDataFeed = true)")
+        project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
+        run_ok(["run"])
+        project.run_sql(f"update {src} set v = v + 100 where id < 20")
+        run_ok(["run", "--select", "grouped"])
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "after_chunk:1")
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
+        output = run_fails(["run", "--select", "keyed_down"])
+        assert "injected fault at fail point 'after_chunk:1'" in output
+        row = state(project, "keyed_down")
+        assert row["phase"] == "merging" and row["chunks_total"] == 4 and row["chunks_done"] == 1
+        monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
+        results = run_ok(["run", "--select", "keyed_down"])
+        assert results[0].adapter_response["resumed"] is True
+        assert state(project, "keyed_down")["phase"] == "idle"
+        assert_contract(project, "keyed_down")
+        assert actions(project, "keyed_down") == ["backfill", "replay"]

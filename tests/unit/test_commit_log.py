@@ -289,3 +289,12 @@ def test_an_upstream_key_serves_only_where_both_versions_record_it():
     assert reader.proven_keys(["s.up"], {"s.up": 6}, latest) == {}  # keyless then
     assert reader.proven_keys(["s.up"], {"s.up": 2}, latest) == {}  # not read
     assert len(statements) == 1
+
+
+def test_the_upstream_keys_a_key_went_through_round_trip():
+    """RefreshCommit.through: what an interrupted refresh resumes with."""
+    through = replace(COMMIT, key=("id",), through={"s.up": ("id",), "s.b": ("x", "y")})
+    back = RefreshCommit.from_history(_entry(through.to_metadata(), 9), "model.p.m")
+    assert back.through == {"s.up": ("id",), "s.b": ("x", "y")}
+    assert back.for_chunk(2, 3).through == back.through
+    assert RefreshCommit.from_history(_entry(COMMIT.to_metadata(), 9), "model.p.m").through == {}

@@ -76,6 +76,8 @@ class _Run:
     prep_s: Optional[float] = None  # seconds from `clock` to the staging
     inferred_key: bool = False  # the key is inferred from the query, not configured
     null_key: bool = False  # the inferred key was found NULL: matched null-safely or dropped
+    # upstream models' recorded keys the key went through (RefreshCommit.through)
+    through: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     committed: bool = False  # a commit of this refresh is in the target's log
     ceiling: Optional[KeyTop] = None  # the target's key ceiling before the write (_ceiling)
     ceiling_read: bool = False
@@ -113,7 +115,7 @@ class _Run:
             cost=self.memory, rule=self.strategy if plan.action == REPLAY else None,
             key_top=self.key_top(), key_top_added=self.key_top_added(),
             sidecar_rebuilt=bool(self.staged and self.staged.sidecar_rebuilt),
-            key=self.proved_key())
+            key=self.proved_key(), through=self.through)
 
     def proved_key(self) -> Tuple[str, ...]:
         """The key this commit records for the models downstream (RefreshCommit.key): one
@@ -240,7 +242,18 @@ class Refresher:
         if analysis.replay_sql is not None:
             req = replace(req, sql=analysis.replay_sql)  # same rows; the form that replays
         store = StateStore(req.state_schema, self._fetch, self._run)
-        if log.last is not None and not log.last.complete and not req.full_refresh:
+        through: Mapping[str, Tuple[str, ...]] = {}
+        last = log.last
+        resuming = last is not None and not last.complete and not req.full_refresh
+        if resuming and last is not None and not analysis.key and infer and not keyless:
+            # Keyed through upstream models' recorded keys (below), an interrupted refresh
+            # resumes with the same key, its upstreams unread.
+            through = last.through
+            keyed = self._keyed_through(written, req, config, through, null_seen)
+            if keyed is not None:
+                analysis, keyless, null_safe, config, req = keyed
+                inferred = True
+        if resuming:
             chunked = ChunkedApply(self._fetch, self._run, self._applier, self._stager, store,
                                    waiter)
             try:
@@ -265,17 +278,14 @@ class Refresher:
         latest = self.reader.latest_points(req.model, analysis.upstreams)
         if not analysis.key and infer and not keyless:
             # No key yet: one may pass through the keys upstream batch_refresh models'
-            # queries prove, which their commits record (read with `latest`, no statement).
-            proven = self.reader.proven_keys(analysis.upstreams, {
+            # queries prove, which their commits record.
+            through = self.reader.proven_keys(analysis.upstreams, {
                 u: p.version for u, p in (state.consumed if state is not None else {}).items()},
-                latest)
-            keyed = sa.through_proven_keys(written, config.tested_key, config.upstream_keys,
-                                           {**proven, **config.upstream_model_keys}, null_seen)
+                latest)  # from the histories `latest` read: no statement
+            keyed = self._keyed_through(written, req, config, through, null_seen)
             if keyed is not None:
-                analysis, keyless, null_safe = keyed
-                inferred = bool(analysis.key)
-                config = replace(config, unique_key=analysis.key, nullable_key=null_safe)
-                req = replace(req, sql=analysis.replay_sql or written)
+                analysis, keyless, null_safe, config, req = keyed
+                inferred = True
         memory = log.last.memory_after() if log.last is not None else CostMemory()
         inserts_alone, counted = self._keyless_inserts_alone(analysis, state, latest)
         plan = plan_run(
@@ -299,9 +309,28 @@ class Refresher:
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
                    uuid.uuid4().hex[:12], memory=memory, clock=clock, inferred_key=inferred,
-                   null_key=keyless or null_safe)
+                   null_key=keyless or null_safe,
+                   through=through if analysis.key_through else {})
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
+
+    @staticmethod
+    def _keyed_through(written: str, req: RefreshRequest, config: BatchRefreshConfig,
+                       recorded: Mapping[str, Tuple[str, ...]], null_seen: bool) -> Optional[
+            Tuple[sa.Analysis, bool, bool, BatchRefreshConfig, RefreshRequest]]:
+        """A model with no key, analysed again through its upstream models' recorded keys
+        (and configured ones): the analysis, whether keyless and null-safe, and the config and
+        request that plan with its key; None when that finds no key either."""
+        if not recorded:
+            return None  # configured keys alone: the first analysis had them
+        keyed = sa.through_proven_keys(written, config.tested_key, config.upstream_keys,
+                                       {**recorded, **config.upstream_model_keys}, null_seen)
+        if keyed is None:
+            return None
+        analysis, keyless, null_safe = keyed
+        return (analysis, keyless, null_safe,
+                replace(config, unique_key=analysis.key, nullable_key=null_safe),
+                replace(req, sql=analysis.replay_sql or written))
 
     def _inserts_replay(self, config: BatchRefreshConfig, analysis: sa.Analysis, log: TargetLog,
                         state: Optional[ModelState],

@@ -99,6 +99,9 @@ class RefreshCommit:
     # read by the models downstream of it (recorded_key), which have no other way to know
     # an inferred key.
     key: Tuple[str, ...] = ()
+    # The upstream models' recorded keys the refresh's key went through (DeltaReader.
+    # proven_keys): a resumed refresh plans with the same key, its upstreams unread.
+    through: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     # Filled in when read back from DESCRIBE HISTORY, never written:
     version: int = -1
     timestamp: Optional[datetime] = None
@@ -143,6 +146,7 @@ class RefreshCommit:
             "key_top_added": self.key_top_added.to_json() if self.key_top_added else None,
             "sidecar_rebuilt": self.sidecar_rebuilt or None,
             "key": list(self.key) or None,
+            "through": {u: list(k) for u, k in sorted(self.through.items())} or None,
             "to": {u: p.to_json() for u, p in sorted(self.pinned.items())},
             "from": {u: p.to_json() for u, p in sorted(self.consumed.items())},
         }
@@ -177,7 +181,7 @@ class RefreshCommit:
             rule=_rule(data.get("strategy")), key_top=KeyTop.from_json(data.get("key_top")),
             key_top_added=KeyType.from_json(data.get("key_top_added")),
             sidecar_rebuilt=bool(data.get("sidecar_rebuilt")),
-            key=_key(data.get("key")),
+            key=_key(data.get("key")), through=_through(data.get("through")),
             version=int(entry.get("version", -1)), timestamp=as_datetime(entry.get("timestamp")),
             metrics=as_map(entry.get("operationMetrics")),
         )
@@ -225,6 +229,13 @@ def _key(value: Any) -> Tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(c, str) and c for c in value):
         return ()
     return tuple(value)
+
+
+def _through(value: Any) -> Dict[str, Tuple[str, ...]]:
+    if not isinstance(value, dict):
+        return {}
+    keys = {str(u): _key(k) for u, k in value.items()}
+    return {u: k for u, k in keys.items() if k}
 
 
 def recorded_key(entries: Sequence[Mapping[str, Any]], version: int) -> Tuple[str, ...]:
