@@ -25,6 +25,16 @@ select id, v * 10 as v10 from {{ source('raw', 'src') }} where v >= 0
 """
 
 
+def built_then_20_updated(project):
+    """`src` of 30 rows, every model built over it, then 20 of its rows updated (4 chunks of 5)."""
+    src = f"{project.test_schema}.src"
+    project.run_sql(f"create table {src} (id int, v int) using delta "
+                    f"tblproperties (delta.enableChangeDataFeed = true)")
+    project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
+    run_ok(["run"])
+    project.run_sql(f"update {src} set v = v + 100 where id < 20")
+
+
 def target_commits(project):
     commits = []
     for entry in rows(project, f"describe history {project.test_schema}.chunky"):
@@ -39,12 +49,7 @@ class TestErrorThenResume:
         return {"sources.yml": SOURCES, "chunky.sql": MODEL}
 
     def test_error_mid_merge_then_resume(self, project, monkeypatch):
-        src = f"{project.test_schema}.src"
-        project.run_sql(f"create table {src} (id int, v int) using delta "
-                        f"tblproperties (delta.enableChangeDataFeed = true)")
-        project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
-        run_ok(["run"])
-        project.run_sql(f"update {src} set v = v + 100 where id < 20")
+        built_then_20_updated(project)
 
         # a Spark-like error after the first of four chunks committed
         monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "after_chunk:1")
@@ -101,12 +106,7 @@ class TestResumeThroughAnUpstreamKey:
     def test_an_interrupted_refresh_resumes_with_the_key_it_planned(self, project, monkeypatch):
         """A model keyed through its upstream model's recorded key, interrupted after its
         first chunk, resumes with that key (its upstreams are not read on a resume)."""
-        src = f"{project.test_schema}.src"
-        project.run_sql(f"create table {src} (id int, v int) using delta "
-                        f"tblproperties (delta.enableChangeDataFeed = true)")
-        project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
-        run_ok(["run"])
-        project.run_sql(f"update {src} set v = v + 100 where id < 20")
+        built_then_20_updated(project)
         run_ok(["run", "--select", "grouped"])
         monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", "after_chunk:1")
         monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
