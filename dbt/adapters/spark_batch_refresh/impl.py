@@ -442,8 +442,8 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         if not analysis.key:  # as the refresh does: through its upstream models' proven keys
             proven = refresher.reader.proven_keys(analysis.upstreams, consumed,
                                                   {u.name: u.latest for u in upstreams})
-            keyed = through_proven_keys(sql, config.tested_key, config.upstream_keys,
-                                        {**proven, **config.upstream_model_keys},
+            keyed = through_proven_keys(sql, config.tested_key, config.upstream_keys, proven,
+                                        config.upstream_model_keys,
                                         last is not None and last.null_key)
             if keyed is not None:
                 analysis, _, null_safe = keyed

@@ -321,10 +321,8 @@ class Refresher:
         """A model with no key, analysed again through its upstream models' recorded keys
         (and configured ones): the analysis, whether keyless and null-safe, and the config and
         request that plan with its key; None when that finds no key either."""
-        if not recorded:
-            return None  # configured keys alone: the first analysis had them
         keyed = sa.through_proven_keys(written, config.tested_key, config.upstream_keys,
-                                       {**recorded, **config.upstream_model_keys}, null_seen)
+                                       recorded, config.upstream_model_keys, null_seen)
         if keyed is None:
             return None
         analysis, keyless, null_safe = keyed

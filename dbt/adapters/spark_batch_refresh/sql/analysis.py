@@ -571,14 +571,15 @@ def keyless_if_null(analysis: Analysis, unique_key: Sequence[str], null_seen: bo
 
 def through_proven_keys(sql: str, tested_key: Sequence[str],
                         upstream_keys: Optional[Mapping[str, Tuple[str, ...]]],
-                        proven_keys: Mapping[str, Tuple[str, ...]],
+                        recorded: Mapping[str, Tuple[str, ...]],
+                        configured: Mapping[str, Tuple[str, ...]],
                         null_seen: bool) -> Optional[Tuple[Analysis, bool, bool]]:
-    """For a model that found no key: its analysis through the keys its upstream
-    `batch_refresh` models' queries prove, as keyless_if_null gives it; None when that
-    gives no key either."""
-    if not proven_keys:
+    """For a model that found no key with its upstream models' `configured` keys: its
+    analysis through the keys their queries prove too (`recorded` in their commits), as
+    keyless_if_null gives it; None when there are none or that gives no key either."""
+    if not recorded:
         return None
-    keyed = analyze(sql, (), tested_key, upstream_keys, proven_keys)
+    keyed = analyze(sql, (), tested_key, upstream_keys, {**recorded, **configured})
     return keyless_if_null(keyed, (), null_seen=null_seen) if keyed.key else None
 
 
