@@ -154,8 +154,10 @@ class RefreshCommit:
         return text.replace(";", "\\u003b").replace("`", "\\u0060")
 
     @staticmethod
-    def from_history(entry: Mapping[str, Any], model_id: str) -> Optional["RefreshCommit"]:
-        """The commit of `model_id`'s refresh this history entry is, or None."""
+    def from_history(entry: Mapping[str, Any],
+                     model_id: Optional[str]) -> Optional["RefreshCommit"]:
+        """The commit of `model_id`'s refresh this history entry is (of any model's: None),
+        or None."""
         text = entry.get("userMetadata")
         if not text or PLAN_KEY not in str(text):
             return None
@@ -163,10 +165,11 @@ class RefreshCommit:
             data = json.loads(str(text))
         except ValueError:
             return None
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("model") != model_id:
+        if not isinstance(data, dict) or data.get("format") != FORMAT or (
+                model_id is not None and data.get("model") != model_id):
             return None
         return RefreshCommit(
-            model_id=model_id, refresh=int(data["refresh"]), plan_id=str(data[PLAN_KEY]),
+            model_id=str(data.get("model") or ""), refresh=int(data["refresh"]), plan_id=str(data[PLAN_KEY]),
             run_id=str(data.get("run") or ""), action=str(data["action"]),
             mode=str(data.get("mode") or ""), reason=str(data.get("reason") or ""),
             fingerprint=str(data.get("fingerprint") or ""), columns=str(data.get("columns") or ""),
@@ -246,24 +249,12 @@ def recorded_key(entries: Sequence[Mapping[str, Any]], version: int) -> Tuple[st
     that made it was not complete (a chunk of several)."""
     rows = sorted((e for e in entries if int(e.get("version", -1)) <= version),
                   key=lambda e: -int(e.get("version", -1)))
-    if not rows or int(rows[0].get("version", -1)) != version:
+    if [int(e.get("version", -1)) for e in rows] != list(range(version, version - len(rows), -1)):
+        return ()  # not read, or a commit between those read was not
+    log = TargetLog.from_history(rows, None)
+    if log.last is None or log.outside is not None or not log.last.complete:
         return ()
-    for expected, entry in enumerate(rows):
-        if int(entry.get("version", -1)) != version - expected:
-            return ()  # a commit between them was not read
-        text = str(entry.get("userMetadata") or "")
-        if PLAN_KEY in text:
-            try:
-                data = json.loads(text)
-            except ValueError:
-                return ()
-            if (not isinstance(data, dict) or data.get("format") != FORMAT
-                    or int(data.get("chunk") or 1) < int(data.get("chunks") or 1)):
-                return ()
-            return _key(data.get("key"))
-        if str(entry.get("operation") or "").upper() not in MAINTENANCE_OPERATIONS:
-            return ()
-    return ()
+    return log.last.key
 
 
 def _time(value: Any) -> Optional[datetime]:
@@ -296,7 +287,7 @@ class TargetLog:
     head_version: int = -1
 
     @staticmethod
-    def from_history(entries: Iterable[Mapping[str, Any]], model_id: str) -> "TargetLog":
+    def from_history(entries: Iterable[Mapping[str, Any]], model_id: Optional[str]) -> "TargetLog":
         """`entries` newest first, as DESCRIBE HISTORY returns them."""
         outside: Optional[str] = None
         head = -1
