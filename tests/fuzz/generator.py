@@ -146,6 +146,7 @@ def model_name(ref: str) -> str:
 
 class Generator:
     def __init__(self, seed: int) -> None:
+        self.seed = seed
         self.rng = random.Random(seed)
         self.models: List[Model] = []
 
@@ -1200,7 +1201,25 @@ class Generator:
         if isinstance(m.config.get("unique_key"), str) and self.chance(0.1):
             m.config["unique_key"] = m.config["unique_key"].upper()  # Spark names ignore case
             m.features.add("key_upper")
+        for keyless in self.keyless(m):
+            # left to inference: from the query, or for a model over models from the keys the
+            # upstream batch_refresh models record (a keyless chain passes its key down)
+            del keyless.config["unique_key"]
+            keyless.features.add("keyless")
         return m
+
+    def keyless(self, m: Model) -> List[Model]:
+        """The models that leave their key unset: one in three, and in one of the rest in three
+        a model over batch_refresh models together with them (a keyless chain). Chosen by a
+        hash of the seed and the name, not by the seeded draws, so a seed's SQL stays what it
+        was."""
+        if "unique_key" not in m.config:
+            return []
+        drawn = zlib.crc32(f"keyless:{self.seed}:{m.name}".encode()) % 9
+        upstreams = [u for u in self.models if u.name in m.refs and "unique_key" in u.config]
+        if drawn < 3:
+            return [m]
+        return [m, *upstreams] if upstreams and drawn < 5 else []
 
     def catalogue(self, n: int, avoid_known: bool = False) -> List[Model]:
         """n models: the kinds in a seeded order, every kind once before any repeats. With

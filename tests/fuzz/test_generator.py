@@ -53,3 +53,16 @@ def test_append_batches_only_insert():
             before[table] |= set(ops)
             forms.add(commit_sql("s", table, ops).split()[0])
     assert kinds == ["small", "large"] and forms == {"insert", "merge"}
+
+
+def test_keyless_models_and_chains():
+    """Some models leave unique_key to inference, some of them over keyless batch_refresh
+    models (the key recorded upstream passes down); the SQL is what the seed drew."""
+    keyless, chains = 0, 0
+    for seed in range(60):
+        models = generate(seed, 16)
+        names = {m.name for m in models if "keyless" in m.features}
+        keyless += len(names)
+        chains += sum(1 for m in models if m.name in names and set(m.refs) & names)
+        assert all("unique_key" not in m.config for m in models if m.name in names)
+    assert keyless > 60 and chains > 5, (keyless, chains)
