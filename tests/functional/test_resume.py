@@ -120,3 +120,39 @@ class TestResumeThroughAnUpstreamKey:
         assert state(project, "keyed_down")["phase"] == "idle"
         assert_contract(project, "keyed_down")
         assert actions(project, "keyed_down") == ["backfill", "replay"]
+
+
+SINGLE = """
+{{ config(materialized='batch_refresh', unique_key='id') }}
+select id, v * 10 as v10 from {{ source('raw', 'src') }} where v >= 0
+"""
+
+
+class TestStateWriteLostThenNothingToDo:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"sources.yml": SOURCES, "single.sql": SINGLE}
+
+    @pytest.mark.parametrize("point", ["before_state_write", "before_history_write"])
+    def test_the_next_run_records_the_refresh_it_finds(self, project, monkeypatch, point):
+        """A run whose refresh committed but whose end-of-run write failed, then a run with
+        nothing to refresh: that run records the refresh from the target's log (the state row
+        users, `status` and `explain` read, and the history row), not only the next refresh
+        that writes."""
+        src = f"{project.test_schema}.src"
+        if point == "before_state_write":
+            project.run_sql(f"create table {src} (id int, v int) using delta "
+                            f"tblproperties (delta.enableChangeDataFeed = true)")
+            project.run_sql(f"insert into {src} select cast(id as int), cast(id as int) from range(30)")
+            run_ok(["run"])
+        project.run_sql(f"update {src} set v = v + 100 where id < 5")
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_AT", point)
+        monkeypatch.setenv("BATCH_REFRESH_FAIL_MODE", "error")
+        assert run_ok(["run"])[0].adapter_response["action"] == "replay"
+        monkeypatch.delenv("BATCH_REFRESH_FAIL_AT")
+        assert run_ok(["run"])[0].adapter_response["action"] == "noop"
+        assert_contract(project, "single")  # against the versions the state row records
+        expected = ["backfill", "replay"] + (["replay"] if point == "before_history_write" else [])
+        assert actions(project, "single") == expected
+        assert run_ok(["run"])[0].adapter_response["action"] == "noop"
+        assert actions(project, "single") == expected  # recorded once

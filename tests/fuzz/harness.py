@@ -16,10 +16,17 @@ model's features, the differing rows; models/: the model, its twin and the model
 steps.json: the setup and every batch up to the step, replayable by tests/fuzz/repro.py),
 and the failing model is rebuilt with `--full-refresh` so later steps test it again. A model
 whose twin shows a NULL or duplicate key is the generator's fault, counted apart.
+
+Every other change batch (by a hash of seed and step) first meets a `dbt run` in which every
+refresh fails at one fail point (FAULTS, as a Spark error would: staged, between chunks, after
+a sidecar's write, before or after its commit, or at the end-of-run history and state writes);
+the checked run after it resumes or reconciles what that left, so the contract is checked
+across interrupted refreshes too. BATCH_REFRESH_FUZZ_FAULTS=0 leaves them out.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -36,6 +43,11 @@ from tests.fuzz.generator import twin_name as twin
 from tests.functional.helpers import compiled_sql, rows, sources_yml
 
 PLACEHOLDER = "__SCHEMA__"
+FAIL_AT, FAIL_MODE = "BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_FAIL_MODE"
+# Where a refresh can stop: staged, between chunks, after a sidecar's write, around its
+# commit, and in the run's end-of-run history and state writes (failpoints.py).
+FAULTS = ["during_staging", "after_staging", "after_chunk:1", "after_sidecar", "before_commit",
+          "after_commit", "before_history_write", "before_state_write"]
 DIFF_ROWS = 20
 
 
@@ -51,6 +63,7 @@ class Settings:
     steps: int
     out: str
     avoid_known: bool = False
+    faults: bool = True  # every other change batch first meets a run that fails (fault())
 
     @classmethod
     def from_env(cls, seed: int, models: int, steps: int) -> "Settings":
@@ -61,6 +74,7 @@ class Settings:
             # resolved now: dbt's project fixture changes the working directory
             out=os.path.abspath(os.environ.get("BATCH_REFRESH_FUZZ_OUT") or "fuzz-failures"),
             avoid_known=os.environ.get("BATCH_REFRESH_FUZZ_AVOID_KNOWN", "") not in ("", "0"),
+            faults=os.environ.get("BATCH_REFRESH_FUZZ_FAULTS", "1") not in ("", "0"),
         )
 
 
@@ -90,6 +104,7 @@ class Stats:
     fallbacks: Counter = field(default_factory=Counter)
     failures: List[Failure] = field(default_factory=list)
     skipped: int = 0  # not built: a model it reads failed
+    faults: Counter = field(default_factory=Counter)  # refreshes a fail point stopped, by point
     seconds: float = 0.0
     dbt_seconds: float = 0.0  # in `dbt run`
     check_seconds: float = 0.0  # in the comparisons
@@ -136,6 +151,9 @@ class FuzzRun:
 
     def dbt_and_check(self, step: int, kind: str) -> None:
         start = time.time()
+        point = self.fault(step)
+        if point is not None:
+            self.faulted_run(step, point)
         results = {r.node.name: r for r in run_dbt(["run"], expect_pass=None).results}
         self.stats.dbt_seconds += time.time() - start
         start = time.time()
@@ -173,6 +191,29 @@ class FuzzRun:
         if reset:
             # rebuilt, so later steps test the model again from a correct target
             run_dbt(["run", "--full-refresh", "--select", " ".join(reset)], expect_pass=None)
+
+    def fault(self, step: int) -> Optional[str]:
+        """The fail point a run of this step dies at before the run that is checked (which
+        resumes or reconciles what it left), or None: every other change batch, chosen by a
+        hash of the seed and the step so the seeded draws stay the same."""
+        if not self.settings.faults or step == 0:
+            return None
+        drawn = int(hashlib.sha256(f"fault:{self.settings.seed}:{step}".encode()).hexdigest(), 16)
+        return FAULTS[drawn // 2 % len(FAULTS)] if drawn % 2 == 0 else None
+
+    def faulted_run(self, step: int, point: str) -> None:
+        """`dbt run` with every batch_refresh refresh failing at `point` as a Spark error
+        would (failpoints.py, BATCH_REFRESH_FAIL_MODE=error); what it leaves is checked only
+        through the run after it."""
+        os.environ[FAIL_AT], os.environ[FAIL_MODE] = point, "error"
+        try:
+            results = run_dbt(["run"], expect_pass=None).results
+        finally:
+            del os.environ[FAIL_AT], os.environ[FAIL_MODE]
+        failed = sum(1 for r in results if r.node.name in self.by_name
+                     and str(r.status) not in ("success", "skipped"))
+        self.stats.faults[point] += failed
+        self.log.append(f"{step}\t-\t-\tfault at {point}: {failed} refreshes failed\t\t")
 
     # -- checks -------------------------------------------------------------------------
     def compare(self, m: Model) -> Optional[tuple]:
@@ -281,6 +322,7 @@ class FuzzRun:
             f"(dbt run {s.dbt_seconds:.0f} s, comparisons {s.check_seconds:.0f} s)",
             f"  actions: {dict(s.actions)}; staged from: {dict(s.staged_from)}; skipped {s.skipped}",
             f"  fallbacks: {dict(s.fallbacks)}",
+            f"  runs stopped at fail points, then resumed: {dict(s.faults)}",
             f"  mismatches: {counts['mismatch']}, failed builds: {counts['failed build']}, "
             f"contract check errors: {counts['contract check error']}, invalid models (generator): "
             f"{counts['invalid model']}; of the failures {sum(f.known for f in failures)} have a known defect's shape",

@@ -66,3 +66,17 @@ def test_keyless_models_and_chains():
         chains += sum(1 for m in models if m.name in names and set(m.refs) & names)
         assert all("unique_key" not in m.config for m in models if m.name in names)
     assert keyless > 60 and chains > 5, (keyless, chains)
+
+
+def test_fault_points_exist():
+    """Each fail point the fuzz stops runs at is one the adapter has (a renamed point would
+    leave those runs unfailed, and the fuzz silently without its interrupted refreshes)."""
+    import pathlib
+
+    from tests.fuzz.harness import FAULTS
+
+    package = pathlib.Path(__file__).parents[2] / "dbt" / "adapters" / "spark_batch_refresh"
+    text = "\n".join(p.read_text() for p in package.rglob("*.py"))
+    for point in FAULTS:
+        name = point.split(":")[0]
+        assert f'fail_point("{name}")' in text or f'fail_point(f"{name}:' in text, point

@@ -106,3 +106,61 @@ def test_refreshes_lost_to_consecutive_kills_are_recovered_from_the_log():
     assert _rows(insert) == 4
     assert "(CAST('p3' AS STRING), CAST('model.p.a' AS STRING)" in insert and "'p2'" not in insert
     assert "WHERE NOT EXISTS" in insert
+
+
+def _reconcile(model: str, refresh: int) -> Outcome:
+    """What a refresh with nothing to write offers: the target's newest refresh (executor)."""
+    commit = _commit(model, refresh)
+    return Outcome("r", model, "x.a", T, commit=commit, reconcile=True,
+                   previous=history_row(commit, None, T, T, "recorded from the target's log"),
+                   previous_refresh=refresh)
+
+
+def test_nothing_to_do_and_a_state_row_in_step_writes_nothing():
+    recorder = Recorder()
+    read: List[str] = []
+    ran: List[str] = []
+    recorder.add(_reconcile("model.p.a", 3))
+
+    def fetch(sql: str):
+        read.append(sql)
+        return [{"model_id": "model.p.a", "refresh": 3}]
+
+    recorder.flush(fetch, ran.append)
+    assert ran == [] and len(read) == 1  # one read, no DDL, no write
+    assert read[0].startswith("SELECT model_id, refresh FROM r.batch_refresh_state")
+
+
+def test_nothing_to_do_records_a_refresh_whose_state_write_was_lost():
+    """Refresh 3 committed and its run died before the state write; this run had nothing to
+    do: it writes the row and re-offers 3's history row (only if missing)."""
+    recorder = Recorder()
+    ran: List[str] = []
+    StateStore._ensured.add((endpoint.current(), "r"))
+    recorder.add(_reconcile("model.p.a", 3))
+    recorder.add(_reconcile("model.p.b", 4))  # in step: left out of both writes
+    rows = [{"model_id": "model.p.a", "refresh": 2}, {"model_id": "model.p.b", "refresh": 4}]
+    recorder.flush(lambda sql: rows, ran.append)
+    insert, state = ran
+    assert _rows(insert) == 1 and "WHERE NOT EXISTS" in insert and "'p3'" in insert
+    assert _rows(state) == 1 and "'model.p.a'" in state and "'model.p.b'" not in state
+
+
+def test_nothing_to_do_without_a_state_table_creates_it():
+    from dbt_common.exceptions import DbtRuntimeError
+
+    recorder = Recorder()
+    ran: List[str] = []
+    StateStore._ensured.discard((endpoint.current(), "r"))
+    recorder.add(_reconcile("model.p.a", 1))
+    reads: List[str] = []
+
+    def fetch(sql: str):
+        reads.append(sql)
+        if sql.startswith("SELECT model_id") and len(reads) == 1:
+            raise DbtRuntimeError("TABLE_OR_VIEW_NOT_FOUND")
+        return []
+
+    recorder.flush(fetch, ran.append)
+    assert any(s.startswith("CREATE TABLE IF NOT EXISTS r.batch_refresh_state") for s in ran)
+    assert ran[-1].startswith("INSERT OVERWRITE r.batch_refresh_state")

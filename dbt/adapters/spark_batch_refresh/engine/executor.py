@@ -274,6 +274,7 @@ class Refresher:
             config=config, upstreams=analysis.upstreams, state=state, fingerprint=fingerprint,
             now=now))
         if closed is not None:
+            self._reconcile(req, log)
             return self._finish(_result(closed))
         latest = self.reader.latest_points(req.model, analysis.upstreams)
         if not analysis.key and infer and not keyless:
@@ -306,6 +307,7 @@ class Refresher:
                 f"the target {req.target} was recreated (its log has no refresh of this model)"))
         result = _result(plan)
         if not plan.writes:
+            self._reconcile(req, log)
             return self._finish(result)
         run = _Run(req, config, analysis, fingerprint, plan, log, now, result,
                    uuid.uuid4().hex[:12], memory=memory, clock=clock, inferred_key=inferred,
@@ -313,6 +315,20 @@ class Refresher:
                    through=through if analysis.key_through else {})
         self._preflight(run, store)
         return self._finish(self._execute(run, store, waiter))
+
+    def _reconcile(self, req: RefreshRequest, log: TargetLog) -> None:
+        """A refresh with nothing to write still offers the target's newest refresh to the
+        end-of-run write, which records it where the state row lags (a run that committed
+        and then lost its own state write): the row and the history then say what the target
+        holds from the next run on, not only from the next refresh that writes."""
+        last = log.last
+        if last is None or not last.complete:
+            return
+        when = last.timestamp or current_time()
+        self._recorder.add(Outcome(
+            req.state_schema, req.model_id, req.target, when, commit=last, sql=req.sql,
+            previous=history_row(last, None, when, when, "recorded from the target's log"),
+            previous_refresh=last.refresh, reconcile=True))
 
     @staticmethod
     def _keyed_through(written: str, req: RefreshRequest, config: BatchRefreshConfig,

@@ -5,8 +5,9 @@ what users, `batch_refresh_status` and `dbt docs` read. Writing them per model w
 commits per refresh, so each refresh leaves its rows here and the adapter writes them all in
 one history INSERT and one state write (an INSERT OVERWRITE of the state table, one row per
 model) when the invocation ends. A process that dies before
-then loses nothing: the next refresh of the model writes its state row from the target's log
-and offers the history row of the refresh it started from again.
+then loses nothing: the model's next run writes its state row from the target's log and offers
+the history row of the refresh it started from again (a run with nothing to write offers the
+target's newest refresh, written only where the row lags it).
 
 History is written before state, so a state row that records refresh n means refresh n's
 history row was written. That makes the common write a blind append (no read of the history
@@ -23,6 +24,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
+from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.spark_batch_refresh.storage.commit_log import RefreshCommit
 from dbt.adapters.spark_batch_refresh.storage.delta import LOG_LOOKBACK, DeltaReader
@@ -47,6 +49,9 @@ class Outcome:
     previous_refresh: int = 0  # that refresh's number
     error: Optional[str] = None
     sql: Optional[str] = None  # the compiled model SQL the refresh ran (for verify.py)
+    # Nothing was written: `commit` is the target's newest refresh, written only where the
+    # state row lags it (Refresher._reconcile).
+    reconcile: bool = False
 
 
 def history_row(commit: RefreshCommit, result: Optional[RefreshResult], started: datetime,
@@ -123,11 +128,25 @@ class Recorder:
         """One state commit and one history commit per state schema (one in practice)."""
         with self._lock:
             pending, self._pending = self._pending, {}
-        for schema, outcomes in pending.items():
+        for schema, pending_here in pending.items():
             store = StateStore(schema, fetch, run)
+            outcomes = list(pending_here.values())
+            recorded: Optional[Dict[str, int]] = None
+            if any(o.reconcile for o in outcomes):
+                # One read tells which rows lag; a run that only found nothing to do writes
+                # nothing when none does (and creates no tables).
+                try:
+                    recorded = store.refreshes(o.model_id for o in outcomes if o.commit is not None)
+                except DbtRuntimeError:
+                    recorded = None  # no state table yet: every row lags
+                outcomes = [o for o in outcomes if not o.reconcile or o.commit is None
+                            or recorded is None or recorded.get(o.model_id, 0) < o.commit.refresh]
+                if not outcomes:
+                    continue
             store.ensure()
-            done = [o for o in outcomes.values() if o.commit is not None]
-            recorded = store.refreshes(o.model_id for o in done) if done else {}
+            done = [o for o in outcomes if o.commit is not None]
+            if recorded is None:
+                recorded = store.refreshes(o.model_id for o in done) if done else {}
             reoffered = _lost_history(fetch, done, recorded)
             for o in done:
                 if o.previous is not None and recorded.get(o.model_id, 0) < o.previous_refresh:
@@ -136,11 +155,11 @@ class Recorder:
             fail_point("before_history_write")
             if rows or reoffered:
                 store.append_history(rows + reoffered, only_if_missing=bool(reoffered),
-                                     relations={o.model_id: o.relation for o in outcomes.values()})
+                                     relations={o.model_id: o.relation for o in outcomes})
             # killed here, the history rows are written and the state rows lag: the next run
             # offers its previous refresh again, and only that write checks for what is there
             fail_point("before_state_write")
-            store.upsert([state_values(o) for o in outcomes.values()])
+            store.upsert([state_values(o) for o in outcomes])
             fail_point("after_state_write")
 
 
@@ -149,18 +168,20 @@ def _lost_history(fetch: Fetch, outcomes: List[Outcome],
     """History rows of refreshes older than the one a refresh started from that no state
     write recorded (consecutive invocations killed after their commits), from the targets' logs.
 
-    Each refresh re-offers the one before it (Outcome.previous); only a model whose state row
+    Each refresh re-offers the one before it (Outcome.previous; a refresh that wrote nothing,
+    the target's newest), and its own row is written with it; only a model whose state row
     lags further behind costs a read of its log.
     """
     rows: List[Dict[str, Any]] = []
     for o in outcomes:
         assert o.commit is not None
-        have, newest = recorded.get(o.model_id, 0), o.commit.refresh
-        if newest - have <= (2 if o.previous is not None else 1):
+        have = recorded.get(o.model_id, 0)
+        offered = o.previous_refresh if o.previous is not None else o.commit.refresh
+        if offered - have <= 1:
             continue
         for entry in DeltaReader(fetch).history(o.relation, LOG_LOOKBACK):
             found = RefreshCommit.from_history(entry, o.model_id)
-            if found is not None and found.complete and have < found.refresh < newest:
+            if found is not None and found.complete and have < found.refresh < offered:
                 when = found.timestamp or o.now
                 rows.append(history_row(found, None, when, when, "recorded from the target's log"))
     return rows
