@@ -44,10 +44,12 @@ from tests.functional.helpers import compiled_sql, rows, sources_yml
 
 PLACEHOLDER = "__SCHEMA__"
 FAIL_AT, FAIL_MODE = "BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_FAIL_MODE"
-# Where a refresh can stop: staged, between chunks, after a sidecar's write, around its
-# commit, and in the run's end-of-run history and state writes (failpoints.py).
-FAULTS = ["during_staging", "after_staging", "after_chunk:1", "after_sidecar", "before_commit",
-          "after_commit", "before_history_write", "before_state_write"]
+# Where a refresh can fail with an error (failpoints.py): while staging, between chunks, after
+# a sidecar's write, around its commit, and in the end-of-run history and state writes. Not
+# `after_lease` or `after_staging`: no statement runs there, so only a kill stops a refresh
+# there, and a killed run's lease holds until its lease_timeout (tests/thrift parks runs there).
+FAULTS = ["during_staging", "after_chunk:1", "after_sidecar", "before_commit", "after_commit",
+          "before_history_write", "before_state_write"]
 DIFF_ROWS = 20
 
 
@@ -142,7 +144,8 @@ class FuzzRun:
             kind, commits = self.data.batch()
             statements = [commit_sql(PLACEHOLDER, t, ops) for t, ops in commits]
             self.steps.append({"step": step, "kind": kind, "sql": statements,
-                               "changed": [[t, len(ops)] for t, ops in commits]})
+                               "changed": [[t, len(ops)] for t, ops in commits],
+                               "fault": self.fault(step)})
             self.execute(statements)
             self.dbt_and_check(step, kind)
         self.stats.seconds = time.time() - start
@@ -205,11 +208,7 @@ class FuzzRun:
         """`dbt run` with every batch_refresh refresh failing at `point` as a Spark error
         would (failpoints.py, BATCH_REFRESH_FAIL_MODE=error); what it leaves is checked only
         through the run after it."""
-        os.environ[FAIL_AT], os.environ[FAIL_MODE] = point, "error"
-        try:
-            results = run_dbt(["run"], expect_pass=None).results
-        finally:
-            del os.environ[FAIL_AT], os.environ[FAIL_MODE]
+        results = faulted_dbt_run(point)
         failed = sum(1 for r in results if r.node.name in self.by_name
                      and str(r.status) not in ("success", "skipped"))
         self.stats.faults[point] += failed
@@ -345,6 +344,15 @@ class FuzzRun:
             for m in self.models:
                 handle.write(f"-- {m.name} ({m.kind}) key {m.key} features {sorted(m.features)}\n")
                 handle.write(m.file("batch_refresh") + "\n")
+
+
+def faulted_dbt_run(point: str) -> List[Any]:
+    """`dbt run` with every batch_refresh refresh failing at fail point `point` (error mode)."""
+    os.environ[FAIL_AT], os.environ[FAIL_MODE] = point, "error"
+    try:
+        return list(run_dbt(["run"], expect_pass=None).results)
+    finally:
+        del os.environ[FAIL_AT], os.environ[FAIL_MODE]
 
 
 def catalogue(settings: Settings) -> List[Model]:

@@ -1,8 +1,9 @@
 """Replays one reproduction written by the fuzz harness (a fuzz-failures/seed<S>/<model>-step<N>
 directory), or a hand-shrunk copy of one: its models/ (the model, its table twin, the models it
 reads), and steps.json (the upstreams' setup, then one list of statements per change batch).
-After the setup and after each batch, `dbt run`, then every `batch_refresh` model is compared
-with its twin and with its from-scratch evaluation at its consumed versions.
+After the setup and after each batch, `dbt run` (after a run failing at the batch's fail
+point first, where the fuzz drew one), then every `batch_refresh` model is compared with its
+twin and with its from-scratch evaluation at its consumed versions.
 
     BATCH_REFRESH_FUZZ_REPRO=fuzz-failures/seed7/fz03-step2 .venv/bin/python -m pytest tests/fuzz/repro.py -s
 
@@ -18,7 +19,7 @@ import pytest
 
 from dbt.tests.util import run_dbt
 from tests.fuzz.data import SCHEMA
-from tests.fuzz.harness import PLACEHOLDER, twin
+from tests.fuzz.harness import PLACEHOLDER, faulted_dbt_run, twin
 from tests.functional.helpers import assert_contract, rows, sources_yml
 
 REPRO = os.environ.get("BATCH_REFRESH_FUZZ_REPRO", "")
@@ -48,6 +49,9 @@ class TestReproduction:
         for step in steps:
             for sql in step["sql"]:
                 project.run_sql(sql.replace(PLACEHOLDER, project.test_schema))
+            if step.get("fault"):
+                print(f"step {step['step']}: a run failing at {step['fault']} first")
+                faulted_dbt_run(step["fault"])
             results = {r.node.name: r for r in run_dbt(["run"], expect_pass=None).results}
             for name in names:
                 r = results[name]

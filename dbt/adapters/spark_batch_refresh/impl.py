@@ -225,7 +225,7 @@ class SparkBatchRefreshAdapter(SparkAdapter):
             except Exception as exc:  # noqa: BLE001 - the refreshes themselves are committed
                 logger.warning(
                     f"batch_refresh: could not write the refresh-state and history tables "
-                    f"({exc}). Nothing is lost: each model's next refresh writes its row from "
+                    f"({exc}). Nothing is lost: each model's next run writes its row from "
                     f"the target's own log.")
         super().cleanup_connections()
 
