@@ -3,7 +3,9 @@
 tests/functional/probe_real_projects.py -s`, ~12 minutes). Every model must build and equal its SQL
 from scratch after every run; what each refresh did and why it fell back is printed.
 PROBE_ONLY=q_,p_jaffle runs only the models whose names start so (m_ mrr-playbook, a_
-attribution-playbook, sg_ segment, js_ jaffle-shop, dd_ dbt_utils.deduplicate)."""
+attribution-playbook, sg_ segment, js_ jaffle-shop, dd_ dbt_utils.deduplicate). As in the
+fuzz, every other change batch first meets a run in which every refresh fails at a fail point
+(tests/fuzz/harness.py fault_point; PROBE_FAULTS=0 leaves them out)."""
 from __future__ import annotations
 
 import os
@@ -14,12 +16,14 @@ from dbt.tests.util import run_dbt
 
 from tests.functional.helpers import assert_contract, rows, sources_yml
 from tests.functional.test_shapes import TABLES, Changes, create_tables
+from tests.fuzz.harness import fault_point, faulted_dbt_run
 
 SEED = int(os.environ.get("PROBE_SEED", "5"))
 STEPS = int(os.environ.get("PROBE_STEPS", "4"))
 # PROBE_TESTED=1: every source declares `id` with unique and not_null tests, as a dbt project
 # would; the models then infer keys through them (keyinfer.py)
 TESTED = os.environ.get("PROBE_TESTED", "") == "1"
+FAULTS = os.environ.get("PROBE_FAULTS", "1") != "0"
 O = "{{ source('raw', 'orders') }}"
 C = "{{ source('raw', 'customers') }}"
 P = "{{ source('raw', 'payments') }}"
@@ -818,6 +822,11 @@ class TestProbe:
         changes = Changes(project, SEED)
         for step in range(1, STEPS + 1):
             changes.apply()
+            point = fault_point(SEED, step) if FAULTS else None
+            if point is not None:
+                failed = [r.node.name for r in faulted_dbt_run(point)
+                          if str(r.status) not in ("success", "skipped")]
+                print(f"PROBE step {step}: a run failing at {point} first ({len(failed)} failed)")
             run_and_check(step)
         for name in PROBES:
             print(f"PROBE {name}: {dict(tally[name])} {reasons.get(name, '')}")

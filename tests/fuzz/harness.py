@@ -199,10 +199,7 @@ class FuzzRun:
         """The fail point a run of this step dies at before the run that is checked (which
         resumes or reconciles what it left), or None: every other change batch, chosen by a
         hash of the seed and the step so the seeded draws stay the same."""
-        if not self.settings.faults or step == 0:
-            return None
-        drawn = int(hashlib.sha256(f"fault:{self.settings.seed}:{step}".encode()).hexdigest(), 16)
-        return FAULTS[drawn // 2 % len(FAULTS)] if drawn % 2 == 0 else None
+        return fault_point(self.settings.seed, step) if self.settings.faults else None
 
     def faulted_run(self, step: int, point: str) -> None:
         """`dbt run` with every batch_refresh refresh failing at `point` as a Spark error
@@ -344,6 +341,15 @@ class FuzzRun:
             for m in self.models:
                 handle.write(f"-- {m.name} ({m.kind}) key {m.key} features {sorted(m.features)}\n")
                 handle.write(m.file("batch_refresh") + "\n")
+
+
+def fault_point(seed: int, step: int) -> Optional[str]:
+    """The fail point of change batch `step`'s faulted run, or None: every other batch, by a
+    hash of seed and step (the seeded draws of models and data stay the same)."""
+    if step == 0:
+        return None
+    drawn = int(hashlib.sha256(f"fault:{seed}:{step}".encode()).hexdigest(), 16)
+    return FAULTS[drawn // 2 % len(FAULTS)] if drawn % 2 == 0 else None
 
 
 def faulted_dbt_run(point: str) -> List[Any]:
