@@ -18,7 +18,7 @@ and the failing model is rebuilt with `--full-refresh` so later steps test it ag
 whose twin shows a NULL or duplicate key is the generator's fault, counted apart.
 
 Every other change batch (by a hash of seed and step) first meets a `dbt run` in which every
-refresh fails at one fail point (FAULTS, as a Spark error would: staged, between chunks, after
+refresh fails at one fail point (FAULTS, as a Spark error would: while staging, between chunks, after
 a sidecar's write, before or after its commit, or at the end-of-run history and state writes);
 the checked run after it resumes or reconciles what that left, so the contract is checked
 across interrupted refreshes too. BATCH_REFRESH_FUZZ_FAULTS=0 leaves them out.
@@ -196,7 +196,7 @@ class FuzzRun:
             run_dbt(["run", "--full-refresh", "--select", " ".join(reset)], expect_pass=None)
 
     def fault(self, step: int) -> Optional[str]:
-        """The fail point a run of this step dies at before the run that is checked (which
+        """The fail point a run of this step fails at before the run that is checked (which
         resumes or reconciles what it left), or None: every other change batch, chosen by a
         hash of the seed and the step so the seeded draws stay the same."""
         return fault_point(self.settings.seed, step) if self.settings.faults else None
