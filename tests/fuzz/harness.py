@@ -18,10 +18,10 @@ and the failing model is rebuilt with `--full-refresh` so later steps test it ag
 whose twin shows a NULL or duplicate key is the generator's fault, counted apart.
 
 Every other change batch (by a hash of seed and step) first meets a `dbt run` in which every
-refresh fails at one fail point (FAULTS, as a Spark error would: while staging, between chunks, after
-a sidecar's write, before or after its commit, or at the end-of-run history and state writes);
-the checked run after it resumes or reconciles what that left, so the contract is checked
-across interrupted refreshes too. BATCH_REFRESH_FUZZ_FAULTS=0 leaves them out.
+refresh fails at one fail point (FAULTS, as a Spark error would: while staging, between
+chunks, after a sidecar's write, before or after its commit, or at the end-of-run history and
+state writes); the checked run after it resumes or reconciles what that left, so the contract
+is checked across interrupted refreshes too. BATCH_REFRESH_FUZZ_FAULTS=0 leaves them out.
 """
 
 from __future__ import annotations
