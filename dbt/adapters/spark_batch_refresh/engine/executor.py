@@ -44,7 +44,8 @@ from dbt.adapters.spark_batch_refresh.plan.planner import (
     rebuild_or_fail)
 from dbt.adapters.spark_batch_refresh.plan.strategy import (
     BACKFILL, REPLAY, SKIP, Strategy, backfills_checked, replay_rule, sidecar_behind)
-from dbt.adapters.spark_batch_refresh.engine.record import Outcome, Recorder, history_row
+from dbt.adapters.spark_batch_refresh.engine.record import (
+    Outcome, Recorder, history_row, logged_history_row)
 from dbt.adapters.spark_batch_refresh.engine.run_result import (
     Fetch, Meter, RefreshRequest, RefreshResult, Run)
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
@@ -327,8 +328,8 @@ class Refresher:
         when = last.timestamp or current_time()
         self._recorder.add(Outcome(
             req.state_schema, req.model_id, req.target, when, commit=last, sql=req.sql,
-            previous=history_row(last, None, when, when, "recorded from the target's log"),
-            previous_refresh=last.refresh, reconcile=True))
+            previous=logged_history_row(last, when), previous_refresh=last.refresh,
+            reconcile=True))
 
     @staticmethod
     def _keyed_through(written: str, req: RefreshRequest, config: BatchRefreshConfig,
@@ -484,8 +485,7 @@ class Refresher:
         self._recorder.add(Outcome(
             req.state_schema, req.model_id, req.target, current_time(), commit=landed,
             sql=req.sql, history=history_row(landed, result, run.started, current_time()),
-            previous=(history_row(previous, None, previous.timestamp or run.started,
-                                  previous.timestamp or run.started, "recorded from the target's log")
+            previous=(logged_history_row(previous, run.started)
                       if previous is not None and previous.complete else None),
             previous_refresh=previous.refresh if previous is not None else 0))
         return result

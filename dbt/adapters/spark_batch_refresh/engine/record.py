@@ -83,6 +83,13 @@ def history_row(commit: RefreshCommit, result: Optional[RefreshResult], started:
     }
 
 
+def logged_history_row(commit: RefreshCommit, fallback: datetime) -> Dict[str, Any]:
+    """The history row of a refresh no state write recorded, from its commit in the target's
+    log (timed by the commit, `fallback` where the log gives no time)."""
+    when = commit.timestamp or fallback
+    return history_row(commit, None, when, when, "recorded from the target's log")
+
+
 def state_values(outcome: Outcome) -> Dict[str, Any]:
     commit = outcome.commit
     if commit is None:
@@ -182,6 +189,5 @@ def _lost_history(fetch: Fetch, outcomes: List[Outcome],
         for entry in DeltaReader(fetch).history(o.relation, LOG_LOOKBACK):
             found = RefreshCommit.from_history(entry, o.model_id)
             if found is not None and found.complete and have < found.refresh < offered:
-                when = found.timestamp or o.now
-                rows.append(history_row(found, None, when, when, "recorded from the target's log"))
+                rows.append(logged_history_row(found, o.now))
     return rows
