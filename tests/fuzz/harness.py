@@ -46,8 +46,9 @@ PLACEHOLDER = "__SCHEMA__"
 FAIL_AT, FAIL_MODE = "BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_FAIL_MODE"
 # Where a refresh can fail with an error (failpoints.py): while staging, between chunks, after
 # a sidecar's write, around its commit, and in the end-of-run history and state writes. Not
-# `after_lease` or `after_staging`: no statement runs there, so only a kill stops a refresh
-# there, and a killed run's lease holds until its lease_timeout (tests/thrift parks runs there).
+# `after_lease` or `after_staging`: they sit between steps that release the lease on their own
+# errors and nothing that can fail runs at them, so only a kill stops a refresh there, and a
+# killed run's lease holds until its lease_timeout (tests/thrift parks runs there).
 FAULTS = ["during_staging", "after_chunk:1", "after_sidecar", "before_commit", "after_commit",
           "before_history_write", "before_state_write"]
 DIFF_ROWS = 20
