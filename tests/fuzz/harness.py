@@ -37,13 +37,14 @@ from typing import Any, Dict, List, Optional
 
 from dbt.tests.util import run_dbt
 
+from dbt.adapters.spark_batch_refresh import failpoints
+
 from tests.fuzz.data import SCHEMA, Data, commit_sql
 from tests.fuzz.generator import Model, generate, model_name
 from tests.fuzz.generator import twin_name as twin
 from tests.functional.helpers import compiled_sql, rows, sources_yml
 
 PLACEHOLDER = "__SCHEMA__"
-FAIL_AT, FAIL_MODE = "BATCH_REFRESH_FAIL_AT", "BATCH_REFRESH_FAIL_MODE"
 # Where a refresh can fail with an error (failpoints.py): while staging, between chunks, after
 # a sidecar's write, around its commit, and in the end-of-run history and state writes. Not
 # `after_lease` or `after_staging`: they sit between steps that release the lease on their own
@@ -355,11 +356,11 @@ def fault_point(seed: int, step: int) -> Optional[str]:
 
 def faulted_dbt_run(point: str) -> List[Any]:
     """`dbt run` with every batch_refresh refresh failing at fail point `point` (error mode)."""
-    os.environ[FAIL_AT], os.environ[FAIL_MODE] = point, "error"
+    os.environ[failpoints.ENV], os.environ[failpoints.MODE_ENV] = point, "error"
     try:
         return list(run_dbt(["run"], expect_pass=None).results)
     finally:
-        del os.environ[FAIL_AT], os.environ[FAIL_MODE]
+        del os.environ[failpoints.ENV], os.environ[failpoints.MODE_ENV]
 
 
 def catalogue(settings: Settings) -> List[Model]:
