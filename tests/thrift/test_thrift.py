@@ -78,6 +78,7 @@ DEFAULT_SERVER_ONLY = frozenset({
     "test_connection_is_thrift_on_a_cluster",
     "test_parked_run_loses_to_a_concurrent_commit",
     "test_a_run_waits_for_a_held_lease_another_gives_up",
+    "test_a_lease_of_another_host_holds_until_it_expires",
 })
 SUBPROCESS_TIMEOUT_S = 300
 PARTIAL_PARSE = "partial_parse.msgpack"
@@ -286,6 +287,32 @@ def _release_together(runs: List[_Parked]) -> None:
         assert r.wait() == 0, r.output[-4000:]
 
 
+def _kill_after_chunk_1(project: Any, work: Path, step: int) -> _Subprocess:
+    """A `dbt run` of rows_m (four chunks) killed after its first chunk committed."""
+    _change_orders(project, step)
+    dead = _Subprocess(project, work, f"crash-{step}", ["run", "--select", "rows_m"],
+                       env={"BATCH_REFRESH_FAIL_AT": "after_chunk:1"})
+    assert dead.wait() == 137, dead.output[-4000:]
+    assert "fail point 'after_chunk:1'" in dead.output
+    left = state(project, "rows_m")
+    assert (left["phase"], left["chunks_done"]) == ("merging", 1), left
+    assert left["chunks_total"] > 1, left
+    return dead
+
+
+def _resume_rows_m(project: Any) -> None:
+    """The next run resumes the killed plan: each chunk committed once, the contract holds."""
+    from dbt.tests.util import run_dbt
+
+    (res,) = run_dbt(["run", "--select", "rows_m"])
+    assert (res.adapter_response["action"], res.adapter_response["resumed"]) == (
+        "replay", True), res.adapter_response
+    assert state(project, "rows_m")["phase"] == "idle"
+    _contract(project, "rows_m")
+    commits = _chunk_commits(project, "rows_m")
+    assert commits and all(n == 1 for n in commits.values()), commits
+
+
 class TestThriftServer:
     @pytest.fixture(scope="class")
     def models(self):
@@ -386,26 +413,27 @@ class TestThriftServer:
         assert "removed by VACUUM" in res.adapter_response["reason"], res.adapter_response
         _contract(project, "gap_m")
 
-    def test_killed_run_resumes(self, project, work, monkeypatch):
-        _change_orders(project, 1)
-        dead = _Subprocess(project, work, "crash", ["run", "--select", "rows_m"],
-                           env={"BATCH_REFRESH_FAIL_AT": "after_chunk:1"})
-        assert dead.wait() == 137, dead.output[-4000:]
-        assert "fail point 'after_chunk:1'" in dead.output
-        left = state(project, "rows_m")
-        assert left["phase"] == "merging" and left["chunks_done"] == 1 and left["chunks_total"] > 1, left
+    def test_killed_run_resumes(self, project, work):
+        """A dbt client killed after chunk 1 of 4: the server outlives it, and the next run on
+        this host resumes the same pinned plan at once (the lease's process has ended here; on
+        main it waited out lease_timeout), applying each chunk once."""
+        _kill_after_chunk_1(project, work, 1)
+        _resume_rows_m(project)
 
-        # The server outlived its client; a later run (after the dead run's lease expired)
-        # resumes the same pinned plan and applies each chunk once.
-        monkeypatch.setenv("BATCH_REFRESH_NOW", (datetime.now() + timedelta(hours=2)).isoformat())
+    def test_a_lease_of_another_host_holds_until_it_expires(self, project, work, monkeypatch):
+        """A lease whose holder this host cannot judge (another machine's) is refused until it
+        expires, then resumed the same way."""
         from dbt.tests.util import run_dbt
 
-        (res,) = run_dbt(["run", "--select", "rows_m"])
-        assert (res.adapter_response["action"], res.adapter_response["resumed"]) == ("replay", True)
-        assert state(project, "rows_m")["phase"] == "idle"
-        _contract(project, "rows_m")
-        commits = _chunk_commits(project, "rows_m")
-        assert commits and all(n == 1 for n in commits.values()), commits
+        dead = _kill_after_chunk_1(project, work, 2)
+        project.run_sql(
+            f"update {project.test_schema}_batch_refresh.batch_refresh_state set "
+            f"lease_holder = 'another-host:{dead.proc.pid}' where phase = 'merging'")
+        (refused,) = run_dbt(["run", "--select", "rows_m"], expect_pass=False)
+        assert "holds the lease" in refused.message, refused.message
+        assert state(project, "rows_m")["chunks_done"] == 1
+        monkeypatch.setenv("BATCH_REFRESH_NOW", (datetime.now() + timedelta(hours=2)).isoformat())
+        _resume_rows_m(project)
 
     def test_model_sql_edit_rebuilds(self, project):
         from dbt.tests.util import run_dbt, write_file

@@ -33,6 +33,7 @@ from dbt.adapters.spark_batch_refresh.connections import (
 from dbt.adapters.spark_batch_refresh.errors import MissingUpstream
 from dbt.adapters.spark_batch_refresh.engine.executor import Refresher
 from dbt.adapters.spark_batch_refresh.engine.record import Recorder
+from dbt.adapters.spark_batch_refresh.engine.lease_holder import LOCAL as LOCAL_PROCESSES
 from dbt.adapters.spark_batch_refresh.report.response import BatchRefreshResponse
 from dbt.adapters.spark_batch_refresh.storage import endpoint
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
@@ -392,15 +393,17 @@ class SparkBatchRefreshAdapter(SparkAdapter):
         now = current_time()
         if row is None:
             return f"{model_id}: no refresh state; nothing to unlock."
-        live = row.lease_until is not None and row.lease_until > now
-        if live and not force:
+        unexpired = row.lease_until is not None and row.lease_until > now
+        ended = unexpired and LOCAL_PROCESSES.gone(row.lease_holder, row.plan)
+        if unexpired and not ended and not force:
             return (
                 f"{model_id}: lease is live (run {row.run_id} by {row.lease_holder} until "
                 f"{row.lease_until}); refusing. Pass force: true if that run is dead."
             )
         store.unlock(model_id, now)
         return (
-            f"{model_id}: lease cleared (phase {row.phase}); the next run "
+            f"{model_id}: lease cleared (phase {row.phase}"
+            + (f"; its holder {row.lease_holder} has ended" if ended else "") + "); the next run "
             + ("resumes the interrupted refresh." if row.phase != "idle" else "refreshes normally.")
         )
 

@@ -10,8 +10,6 @@ whichever commits second is skipped by Delta, and the loser stops before it writ
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from datetime import datetime, timedelta
 from typing import Optional, Set, Tuple
@@ -25,6 +23,7 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, for
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.engine.lease_holder import LOCAL, NO_PROCESSES, PROCESS_KEY
 from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait, held
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
@@ -111,12 +110,19 @@ class ChunkedApply:
         """Take the lease; the run id it is held under."""
         if row is not None and held(row, now):
             self._wait(req, row)
+        if row is not None and held(row, now, processes=NO_PROCESSES):
+            logger.info(
+                f"batch_refresh model '{req.model}': run {row.run_id} by {row.lease_holder} holds "
+                f"the refresh lease until {row.lease_until}, but that process has ended on this "
+                f"host; this run takes the lease over.")
+        me = LOCAL.this_process()
         plan = {"plan_id": commit.plan_id, "refresh": commit.refresh, "chunks": chunks,
-                "action": commit.action, "to": commit.plan().versions_to()}
+                "action": commit.action, "to": commit.plan().versions_to(),
+                PROCESS_KEY: me.start}
         run_id = uuid.uuid4().hex[:12] if resumed else commit.run_id
         if not self._store.take_lease(
                 model_id=req.model_id, relation=req.target, seen=row, run_id=run_id,
-                holder=f"{socket.gethostname()}:{os.getpid()}", now=now,
+                holder=me.holder, now=now,
                 until=now + timedelta(seconds=config.lease_timeout_s), plan=plan,
                 chunks=chunks, staged_rows=staged_rows, keep_progress=resumed):
             winner = self._store.read(req.model_id)
@@ -217,7 +223,8 @@ def lease_error(req: RefreshRequest, row: Optional[StateRow],
         f"batch_refresh model '{req.model}': another refresh holds the lease "
         f"(run {row.run_id} by {row.lease_holder}, phase {row.phase}, since {row.lease_since}, "
         f"until {row.lease_until}). Nothing was changed. Wait for it to finish; if that run is "
-        f"dead, the next run after {row.lease_until} resumes it, or clear the lease now with "
+        f"dead, a run on its host resumes it at once, any run after {row.lease_until} does, or "
+        f"clear the lease now with "
         f"`dbt run-operation batch_refresh_unlock --args '{{model: {req.model}, force: true}}'`."
         + waited
     )

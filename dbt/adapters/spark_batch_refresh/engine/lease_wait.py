@@ -19,6 +19,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark_batch_refresh.plan.config import format_duration
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
+from dbt.adapters.spark_batch_refresh.engine.lease_holder import LOCAL, ProcessTable
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow
 
 logger = AdapterLogger("SparkBatchRefresh")
@@ -38,10 +39,11 @@ class LeaseFreed(BatchRefreshLeaseError):
     """
 
 
-def held(row: Optional[StateRow], now: datetime) -> bool:
-    """A live lease of another run: a refresh in progress whose expiry is still ahead."""
+def held(row: Optional[StateRow], now: datetime, processes: ProcessTable = LOCAL) -> bool:
+    """A live lease of another run: a refresh in progress whose expiry is still ahead, held by
+    a process this host cannot tell has ended (lease_holder.py)."""
     return (row is not None and row.phase != "idle" and row.lease_until is not None
-            and row.lease_until > now)
+            and row.lease_until > now and not processes.gone(row.lease_holder, row.plan))
 
 
 @dataclass
