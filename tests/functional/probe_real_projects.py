@@ -4,7 +4,7 @@ tests/functional/probe_real_projects.py -s`, ~12 minutes). Every model must buil
 from scratch after every run; what each refresh did and why it fell back is printed.
 PROBE_ONLY=q_,p_jaffle runs only the models whose names start so (m_ mrr-playbook, a_
 attribution-playbook, sg_ segment, js_ jaffle-shop, dd_ dbt_utils.deduplicate, da_
-dbt_artifacts). As in the
+dbt_artifacts, rc_ recursive CTEs, ft_ Fivetran-style string keys). As in the
 fuzz, every other change batch first meets a run in which every refresh fails at a fail point
 (tests/fuzz/harness.py fault_point; PROBE_FAULTS=0 leaves them out)."""
 from __future__ import annotations
@@ -801,6 +801,7 @@ select concat('exec', id) as model_execution_id, concat('inv', customer_id) as c
   dateadd(HOUR, customer_id * 7, {_DA_AT}) as run_started_at,
   id % 5 = 0 as was_full_refresh,
   case status when 'cancelled' then 'error' when 'new' then 'skipped' else 'success' end as status,
+  dateadd(SECOND, id % 7, dateadd(HOUR, customer_id * 7, {_DA_AT})) as compile_started_at,
   dateadd(SECOND, id, dateadd(HOUR, customer_id * 7, {_DA_AT})) as query_completed_at,
   amount / 10.0 as total_node_runtime, amount as rows_affected,
   'table' as materialization, concat('m', product_id) as name
@@ -831,7 +832,11 @@ from {PR}""",
  "lineage_edges": f"""
 select distinct concat('test.p.t', id % 7) as child_node_id, 'test' as child_resource_type,
   concat('model.p.m', product_id) as parent_node_id
-from {O} where status <> 'new'""",
+from {O} where status <> 'new'
+union all
+select concat('model.p.m', id) as child_node_id, 'model' as child_resource_type,
+  concat('model.p.m', id div 2) as parent_node_id
+from {PR} where id > 1""",
 }
 DA_MARTS = {
  "current_models": """
@@ -1122,6 +1127,80 @@ with
 
 select *
 from final""",
+ "dag_bottlenecks_detail": """
+with
+    edges as (
+        select
+            parent_node_id
+            , child_node_id
+        from {{ ref("PFX_lineage_edges") }}
+        where child_resource_type = 'model'
+            and parent_node_id like 'model.%'
+    ),
+
+    model_executions as (
+        select
+            command_invocation_id
+            , node_id
+            , run_started_at
+            , compile_started_at
+            , query_completed_at
+        from {{ ref("PFX_stg_model_executions") }}
+        where status = 'success'
+    ),
+
+    child_parent as (
+        select
+            child.command_invocation_id
+            , child.node_id as child_node_id
+            , child.run_started_at
+            , child.compile_started_at as child_compile_started_at
+            , parent.node_id as parent_node_id
+            , parent.query_completed_at as parent_query_completed_at
+        from model_executions as child
+        inner join edges on child.node_id = edges.child_node_id
+        inner join model_executions as parent
+            on parent.node_id = edges.parent_node_id
+            and parent.command_invocation_id = child.command_invocation_id
+    ),
+
+    binding_parent as (
+        select
+            command_invocation_id
+            , child_node_id
+            , run_started_at
+            , child_compile_started_at
+            , parent_node_id
+            , parent_query_completed_at
+        from child_parent
+        qualify
+            row_number() over (
+                partition by command_invocation_id, child_node_id
+                order by parent_query_completed_at desc, parent_node_id asc
+            )
+            = 1
+    ),
+
+    final as (
+        select
+            SURROGATE_BOTTLENECK
+                as dag_bottleneck_detail_id
+            , command_invocation_id
+            , cast(run_started_at as date) as date_day
+            , child_node_id
+            , parent_node_id as binding_parent_node_id
+            , parent_query_completed_at
+            , child_compile_started_at
+            , greatest(
+                timestampdiff(MILLISECOND, parent_query_completed_at, child_compile_started_at)
+                / 1000.0,
+                0
+            ) as stall_seconds
+        from binding_parent
+    )
+
+select *
+from final""",
  "run_health_daily_detail": """
 with
     invocations as (
@@ -1255,11 +1334,71 @@ _DA_SURROGATES = {
     "SURROGATE_FLAKY": _surrogate("em.test_node_id", "em.month"),
     "SURROGATE_PERF": _surrogate("daily.date_day", "daily.node_id"),
     "SURROGATE_HEALTH": _surrogate("inv.date_day", "inv.target_name"),
+    "SURROGATE_BOTTLENECK": _surrogate("command_invocation_id", "child_node_id"),
 }
+# Recursive CTEs (Spark 4.1+), as a dbt_artifacts-style critical path walks a DAG: each
+# order's chain of following ids from a root (every tenth id), and a recursive number spine
+# joined to the orders row by row; keyless and keyed.
+RECURSIVE = {
+ "chain": f"""
+with recursive chain (id, root, depth) as (
+  select id, id as root, 0 as depth from {O} where id % 10 = 0
+  union all
+  select o.id, chain.root, chain.depth + 1
+  from chain join {O} as o on o.id = chain.id + 1
+  where chain.depth < 3 and o.id % 10 <> 0)
+select chain.id, chain.root, chain.depth, o.amount
+from chain join {O} as o on o.id = chain.id""",
+ "spine": f"""
+with recursive spine (n) as (select 0 as n union all select n + 1 from spine where n < 3)
+select o.id, o.customer_id, spine.n, o.amount + spine.n as shifted
+from {O} as o join spine on o.amount % 4 = spine.n""",
+}
+for _name, _sql in RECURSIVE.items():
+    PROBES[f"rc_{_name}"] = cfg() + _sql
+    PROBES[f"rck_{_name}"] = cfg("id") + _sql
+# Fivetran's staging style: `cast(id as {{ dbt.type_string() }}) as <x>_id` (string on
+# Spark) over a source whose `id` is tested, then models over those string keys; a GROUP BY key
+# projected as its string, ids concatenated with literals.
+PROBES.update({
+ "ft_stg_orders": cfg() + f"""
+with base as (select * from {O}),
+fields as (select id, customer_id, product_id, amount, status from base),
+final as (
+  select cast(id as string) as order_id, cast(customer_id as string) as customer_id,
+    cast(product_id as string) as product_id, amount, status
+  from fields)
+select * from final""",
+ "ft_stg_customers": cfg() + f"""
+with base as (select * from {C}),
+final as (select cast(id as string) as customer_id, region, name, tier from base)
+select * from final""",
+ "ft_customer_orders": cfg() + """
+with customers as (select * from {{ ref('ft_stg_customers') }}),
+orders as (select * from {{ ref('ft_stg_orders') }}),
+summary as (
+  select customer_id, count(order_id) as orders, sum(amount) as total
+  from orders group by customer_id)
+select customers.customer_id, customers.region, coalesce(summary.orders, 0) as orders,
+  summary.total
+from customers left join summary on summary.customer_id = customers.customer_id""",
+ "ft_order_numbers": cfg() + """
+select order_id, customer_id, amount,
+  row_number() over (partition by customer_id order by order_id) as order_number
+from {{ ref('ft_stg_orders') }}""",
+ "ft_grouped_as_string": cfg() + f"""
+select cast(customer_id as string) as cid, sum(amount) as s, count(*) as n
+from {O} group by customer_id""",
+ "ft_event_ids": cfg() + f"""
+select cast(id as string) || ':order' as event_id, concat('c', customer_id) as customer_ref,
+  amount
+from {O} where amount > 10""",
+})
 # the package's schema.yml: unique + not_null on each mart's id
 DA_IDS = {"current_models": "node_id", "flaky_tests_detail": "flaky_test_flip_id",
           "flaky_tests": "flaky_test_id", "model_performance": "model_performance_id",
-          "run_health_daily_detail": "run_health_daily_detail_id"}
+          "run_health_daily_detail": "run_health_daily_detail_id",
+          "dag_bottlenecks_detail": "dag_bottleneck_detail_id"}
 for _p in ("da", "dak"):
     for _name, _sql in {**DA_STAGING, **DA_MARTS}.items():
         for _mark, _expr in _DA_SURROGATES.items():

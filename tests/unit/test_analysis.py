@@ -239,6 +239,15 @@ def test_group_by_all_infers_its_groups_as_key():
     assert a.key == ("region",) and a.incremental_reason is None and a.delta is not None
 
 
+def test_a_group_key_projected_as_its_string_is_the_key():
+    a = sa.analyze("select cast(customer_id as string) as cid, sum(v) as s from s.o "
+                   "group by customer_id")
+    assert a.key == ("cid",) and a.key_source == "query" and a.delta is not None
+    a = sa.analyze("select cast(customer_id as bigint) as cid, sum(v) as s from s.o "
+                   "group by customer_id")
+    assert a.key == ()
+
+
 @pytest.mark.parametrize(
     "sql, key",
     [
@@ -340,6 +349,23 @@ def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
         ("select o.id, pos, x from raw.orders o lateral view outer posexplode(o.arr) t as pos, x",
          ()),
         ("select o.id, x from raw.orders o lateral view posexplode(o.arr) t as pos, x", ()),
+        # a one-to-one image of the key: a cast to string (Fivetran's staging), a concat with
+        # string literals; not a cast to another type ('01' and '1' are one int), not a
+        # concat of two columns, not a function that can map two keys to one
+        ("with base as (select * from raw.orders), final as (select cast(id as string) as "
+         "order_id, amount from base) select * from final", ("order_id",)),
+        ("select id::string as order_id, amount from raw.orders", ("order_id",)),
+        ("select concat('inv', id) as invocation_id from raw.orders", ("invocation_id",)),
+        ("select cast(id as string) || ':user:001' as event_id from raw.orders where v > 0",
+         ("event_id",)),
+        ("select concat('a', cast(o.id as varchar(8)), 'b') as oid, c.name from raw.orders o "
+         "left join raw.customers c on c.id = o.cid", ("oid",)),
+        ("select cast(o.id as string) as oid, cast(c.id as string) as cid from raw.orders o "
+         "join raw.customers c on o.amount between c.lo and c.hi", ("oid", "cid")),
+        ("select cast(id as int) as order_id from raw.orders", ()),
+        ("select concat(id, amount) as k from raw.orders", ()),
+        ("select upper(cast(id as string)) as k from raw.orders", ()),
+        ("select md5(cast(id as string)) as k from raw.orders", ()),
         # a window over a tagged UNION ALL of keyed sources (the probe's p_window_over_union)
         ("select src, id, row_number() over (partition by src order by id) as rn from "
          "(select id, 'o' as src from raw.orders union all select id, 'c' as src "

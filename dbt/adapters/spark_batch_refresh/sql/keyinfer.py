@@ -13,7 +13,8 @@ both keys), and a LATERAL VIEW posexplode its position. A physical relation's ke
 its dbt tests declare (`upstream_keys`, collected from the graph by the materialization): a
 key that rests on one is as good as those tests, so `Inferred.declared` says so, and the
 refresh treats such a key as it treats the model's own tests' key (NULL or repeated: the
-model refreshes without it).
+model refreshes without it). Wherever a key column must be projected, a one-to-one image of
+it counts as the column (`image_of`: its cast to string, or a concat of it with literals).
 """
 
 from __future__ import annotations
@@ -237,11 +238,30 @@ def _positions(select: exp.Select) -> Optional[List[str]]:
 
 
 def _projected(select: exp.Select, table: str, column: str) -> Optional[str]:
-    """The output name of a plain projection of `table`.`column` (or of the bare column)."""
-    out = next((p for p in select.expressions if isinstance(p.unalias(), exp.Column)
-                and p.unalias().name.lower() == column.lower()
-                and p.unalias().table.lower() in ("", table)), None)
+    """The output name of a projection of `table`.`column` (or of the bare column), plain or
+    a one-to-one image of it (`image_of`)."""
+    out = next((p for p in select.expressions if image_of(p.unalias(), table, column)), None)
     return out.alias_or_name if out is not None else None
+
+
+def image_of(expr: exp.Expression, table: str, column: str) -> bool:
+    """`expr` is `table`.`column` (or the bare column), or an image of it that keeps distinct
+    values distinct: a cast to string (Fivetran's staging models write `cast(id as
+    {{ dbt.type_string() }}) as account_id`; Spark prints each value of a key's types its own
+    way, and casts to CHAR/VARCHAR as to STRING), or a concat of it with string literals
+    (`concat('inv', id)`, `cast(id as string) || ':user'`), NULL where it is NULL."""
+    if isinstance(expr, exp.Column):
+        return expr.name.lower() == column.lower() and expr.table.lower() in ("", table)
+    if isinstance(expr, exp.Cast):  # TryCast too: a cast to string does not fail
+        return expr.to.this == exp.DataType.Type.TEXT and image_of(expr.this, table, column)
+    if isinstance(expr, exp.Concat) and not expr.args.get("coalesce"):
+        parts = list(expr.expressions)
+    elif isinstance(expr, exp.DPipe):
+        parts = [expr.this, expr.expression]
+    else:
+        return False
+    others = [p for p in parts if not (isinstance(p, exp.Literal) and p.is_string)]
+    return len(others) == 1 and image_of(others[0], table, column)
 
 
 def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Optional[str]:
@@ -327,6 +347,9 @@ def _group_key(select: exp.Select, group: exp.Group) -> Tuple[str, ...]:
                       if p.unalias() == expr or (isinstance(expr, exp.Column) and not expr.table
                                                  and p.alias_or_name.lower() == expr.name.lower()
                                                  and not p.find(exp.AggFunc))), None)
+        if match is None and isinstance(expr, exp.Column):
+            match = next((p for p in select.expressions
+                          if image_of(p.unalias(), expr.table.lower(), expr.name)), None)
         if match is None:
             return ()
         names.append(match.alias_or_name)
