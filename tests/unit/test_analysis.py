@@ -242,7 +242,9 @@ def test_group_by_all_infers_its_groups_as_key():
 def test_a_group_key_projected_as_its_string_is_the_key():
     a = sa.analyze("select cast(customer_id as string) as cid, sum(v) as s from s.o "
                    "group by customer_id")
-    assert a.key == ("cid",) and a.key_source == "query" and a.delta is not None
+    # replayed by affected keys: the key query projects the model's own cast
+    assert a.key == ("cid",) and a.key_source == "query" and a.incremental_reason is None
+    assert [p.rule for p in a.key_paths] == ["affected-key recompute"]
     a = sa.analyze("select cast(customer_id as bigint) as cid, sum(v) as s from s.o "
                    "group by customer_id")
     assert a.key == ()
