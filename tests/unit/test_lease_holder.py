@@ -6,8 +6,8 @@ from datetime import datetime, timedelta
 from typing import Dict, Optional
 
 from dbt.adapters.spark_batch_refresh.engine.lease_holder import (
-    LOCAL, NO_PROCESSES, PROCESS_KEY, ProcessTable, stat_start_time)
-from dbt.adapters.spark_batch_refresh.engine.lease_wait import held
+    LOCAL, PROCESS_KEY, ProcessTable, stat_start_time)
+from dbt.adapters.spark_batch_refresh.engine.lease_wait import held, unexpired
 from dbt.adapters.spark_batch_refresh.plan.planner import UpstreamPoint  # noqa: F401 - state deps
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow
 
@@ -65,7 +65,7 @@ def test_what_this_host_cannot_tell_holds_until_expiry() -> None:
     assert not _table({}).gone(holder, {"plan_id": "p"})  # a lease written before this
     assert not _table({}).gone("a", plan)  # a holder that names no pid
     assert not _table({}).gone(None, plan)
-    assert not NO_PROCESSES.gone(holder, plan)
+    assert not ProcessTable(read=lambda _path: None, namespace=lambda: None).gone(holder, plan)
 
 
 def test_a_running_pid_whose_start_cannot_be_read_holds() -> None:
@@ -82,8 +82,7 @@ def test_a_gone_holders_lease_is_not_held_before_its_expiry() -> None:
                    run_id="r1", lease_holder=holder, lease_since=NOW,
                    lease_until=NOW + timedelta(hours=1), last_refresh_at=None)
     assert held(row, NOW, processes=_table({42: 1000}))
-    assert not held(row, NOW, processes=_table({}))
-    assert held(row, NOW, processes=NO_PROCESSES)
+    assert not held(row, NOW, processes=_table({})) and unexpired(row, NOW)
 
 
 def test_this_process_is_never_gone_to_itself() -> None:

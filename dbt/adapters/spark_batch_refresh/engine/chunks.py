@@ -23,8 +23,8 @@ from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig, for
 from dbt.adapters.spark_batch_refresh.storage.endpoint import current_time
 from dbt.adapters.spark_batch_refresh.errors import BatchRefreshLeaseError, BatchRefreshRuntimeError
 from dbt.adapters.spark_batch_refresh.failpoints import fail_point
-from dbt.adapters.spark_batch_refresh.engine.lease_holder import LOCAL, NO_PROCESSES, PROCESS_KEY
-from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait, held
+from dbt.adapters.spark_batch_refresh.engine.lease_holder import LOCAL, PROCESS_KEY
+from dbt.adapters.spark_batch_refresh.engine.lease_wait import LeaseFreed, LeaseWait, held, unexpired
 from dbt.adapters.spark_batch_refresh.engine.run_result import Fetch, RefreshRequest, RefreshResult, Run
 from dbt.adapters.spark_batch_refresh.engine.stage import Staged, Stager
 from dbt.adapters.spark_batch_refresh.storage.state import StateRow, StateStore
@@ -110,7 +110,7 @@ class ChunkedApply:
         """Take the lease; the run id it is held under."""
         if row is not None and held(row, now):
             self._wait(req, row)
-        if row is not None and held(row, now, processes=NO_PROCESSES):
+        if row is not None and unexpired(row, now):  # not held: its process has ended
             logger.info(
                 f"batch_refresh model '{req.model}': run {row.run_id} by {row.lease_holder} holds "
                 f"the refresh lease until {row.lease_until}, but that process has ended on this "

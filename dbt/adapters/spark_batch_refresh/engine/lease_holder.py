@@ -6,9 +6,9 @@ lease error. The usual next run is on the same machine (a scheduler's retry, the
 pressed Ctrl-C), and there the kernel can say the holder is gone. So a lease records its
 process: the host and pid that users read (`lease_holder`), and in the lease's plan the boot id,
 the pid namespace and the process's start time, which tell a reused pid, a second machine of
-the same name and a container of the same name from the holder. A lease is taken over early only when all of these say gone; anything unknown
-(another host, another boot, no /proc, a lease written before this) waits for the expiry as
-before. Taking over is safe whenever expiry is: each chunk carries its plan's txnVersion, so a
+the same name and a container of the same name from the holder. A lease is taken over early
+only when all of these say gone; anything unknown (another host, another boot or container, no
+/proc, a lease written before this) waits for the expiry as before. Taking over is safe whenever expiry is: each chunk carries its plan's txnVersion, so a
 statement the dead run left running on a server commits a chunk at most once either way.
 """
 
@@ -121,6 +121,3 @@ class ProcessTable:
 
 
 LOCAL = ProcessTable()
-# A table that knows no process: every lease counts until its expiry (what a lease was before
-# its holder could be asked about).
-NO_PROCESSES = ProcessTable(read=lambda _path: None, namespace=lambda: None)

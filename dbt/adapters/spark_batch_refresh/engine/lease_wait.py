@@ -39,11 +39,17 @@ class LeaseFreed(BatchRefreshLeaseError):
     """
 
 
-def held(row: Optional[StateRow], now: datetime, processes: ProcessTable = LOCAL) -> bool:
-    """A live lease of another run: a refresh in progress whose expiry is still ahead, held by
-    a process this host cannot tell has ended (lease_holder.py)."""
+def unexpired(row: Optional[StateRow], now: datetime) -> bool:
+    """A refresh in progress whose lease's expiry is still ahead, its holder alive or not."""
     return (row is not None and row.phase != "idle" and row.lease_until is not None
-            and row.lease_until > now and not processes.gone(row.lease_holder, row.plan))
+            and row.lease_until > now)
+
+
+def held(row: Optional[StateRow], now: datetime, processes: ProcessTable = LOCAL) -> bool:
+    """A live lease of another run: unexpired, and held by a process this host cannot tell
+    has ended (lease_holder.py)."""
+    return (unexpired(row, now) and row is not None
+            and not processes.gone(row.lease_holder, row.plan))
 
 
 @dataclass
