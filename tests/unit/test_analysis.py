@@ -364,6 +364,7 @@ def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
          "left join raw.customers c on c.id = o.cid", ("oid",)),
         ("select cast(o.id as string) as oid, cast(c.id as string) as cid from raw.orders o "
          "join raw.customers c on o.amount between c.lo and c.hi", ("oid", "cid")),
+        ("select cast(id as string) as sid, id, amount from raw.orders", ("id",)),  # plain first
         ("select cast(id as int) as order_id from raw.orders", ()),
         ("select concat(id, amount) as k from raw.orders", ()),
         ("select upper(cast(id as string)) as k from raw.orders", ()),

@@ -238,9 +238,11 @@ def _positions(select: exp.Select) -> Optional[List[str]]:
 
 
 def _projected(select: exp.Select, table: str, column: str) -> Optional[str]:
-    """The output name of a projection of `table`.`column` (or of the bare column), plain or
-    a one-to-one image of it (`image_of`)."""
-    out = next((p for p in select.expressions if image_of(p.unalias(), table, column)), None)
+    """The output name of a projection of `table`.`column` (or of the bare column): a plain
+    one, else a one-to-one image of it (`image_of`; the plain column serves more rules)."""
+    images = [p for p in select.expressions if image_of(p.unalias(), table, column)]
+    out = next((p for p in images if isinstance(p.unalias(), exp.Column)), None) or next(
+        iter(images), None)
     return out.alias_or_name if out is not None else None
 
 
