@@ -349,12 +349,12 @@ def _group_key(select: exp.Select, group: exp.Group) -> Tuple[str, ...]:
                       if p.unalias() == expr or (isinstance(expr, exp.Column) and not expr.table
                                                  and p.alias_or_name.lower() == expr.name.lower()
                                                  and not p.find(exp.AggFunc))), None)
-        if match is None and isinstance(expr, exp.Column):
-            match = next((p for p in select.expressions
-                          if image_of(p.unalias(), expr.table.lower(), expr.name)), None)
-        if match is None:
+        name = match.alias_or_name if match is not None else (
+            _projected(select, expr.table.lower(), expr.name)  # its image, `cast(g as string)`
+            if isinstance(expr, exp.Column) else None)
+        if name is None:
             return ()
-        names.append(match.alias_or_name)
+        names.append(name)
     return tuple(dict.fromkeys(names))
 
 
