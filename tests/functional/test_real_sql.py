@@ -15,7 +15,9 @@ A percentile model must be exact (the regenerated SQL used to read `percentile_c
 windows partitioned differently must build (it falls back). An aggregate that explodes a
 collected list has several rows per group, so its GROUP BY is no key (it failed its first
 build on a key it never set). A GROUP BY key that comes out as its string, or with a literal
-before it, is the key (it was none: every update recomputed in full). After every run each model equals its SQL evaluated from scratch at the consumed versions, and
+before it, is the key (it was none: every update recomputed in full); so are two aggregates'
+shared key through a FULL OUTER JOIN ON it, projected as coalesce, and a tagged UNION ALL
+whose branches are keyed at different columns. After every run each model equals its SQL evaluated from scratch at the consumed versions, and
 the issue's case and the model over it equal the same SQL built as a plain `table`.
 """
 
@@ -116,6 +118,22 @@ from {{ source('raw', 'items') }} group by o_id
 with per_prod as (select p_id, sum(qty) as qty from {{ source('raw', 'items') }} group by p_id)
 select concat('p:', cast(p_id as string)) as label, qty from per_prod where qty > 0
 """,
+    # Two aggregates by one key joined FULL OUTER ON it and projected as coalesce (Fivetran's
+    # daily_shop), and a tagged UNION ALL of a DISTINCT beside a keyed branch (dbt_artifacts'
+    # lineage edges): no key was inferred, and every change recomputed in full.
+    "per_order_full_on": """
+with its as (select o_id, sum(qty) as qty from {{ source('raw', 'items') }} group by o_id),
+ords as (select o_id, max(status) as status from {{ source('raw', 'orders') }} group by o_id)
+select coalesce(its.o_id, ords.o_id) as o_id, its.qty, ords.status
+from its full outer join ords on its.o_id = ords.o_id
+""",
+    "edges_tagged": """
+select distinct concat('p', cast(p_id as string)) as child, 'item' as kind, o_id as parent
+from {{ source('raw', 'items') }}
+union all
+select concat('o', cast(o_id as string)), 'order', o_id div 2
+from {{ source('raw', 'orders') }} group by o_id
+""",
 }
 # A generator in an aggregate's projection makes several rows per group: the GROUP BY key was
 # inferred all the same, and the first build failed with "bad unique_key (o_id) ... not
@@ -211,7 +229,8 @@ class TestRealSql:
         # the NULL o_id is a group of its own: the key is matched null-safely and replays
         assert (results["per_order"]["action"], results["per_order"]["mode"]) == (
             "replay", "incremental"), results["per_order"]
-        for name in ("per_prod_final", "per_order_ref", "per_prod_label"):
+        for name in ("per_prod_final", "per_order_ref", "per_prod_label", "per_order_full_on",
+                     "edges_tagged"):
             assert results[name]["action"] == "replay", (name, results[name])
 
         # orders move too in the same run as items

@@ -373,6 +373,11 @@ def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
         ("select src, id, row_number() over (partition by src order by id) as rn from "
          "(select id, 'o' as src from raw.orders union all select id, 'c' as src "
          "from raw.customers) u", ("src", "id")),
+        # dbt_artifacts' lineage edges: a DISTINCT (the tag among its key) beside a branch
+        # keyed by its first column
+        ("select distinct concat('t', id % 7) as child, 'test' as kind, p as parent "
+         "from raw.orders union all select concat('m', id) as child, 'model' as kind, "
+         "concat('m', id div 2) from raw.customers where id > 1", ("kind", "child", "parent")),
     ],
 )
 def test_key_through_upstream_tests(sql, key):
@@ -391,13 +396,14 @@ def test_key_through_upstream_tests(sql, key):
          "select cast('b' as string), k, n from (select k, count(*) n from s.b group by k) y "
          "union all select cast('c' as string), k, n from (select k, count(*) n from s.c group by k) z",
          ("_dbt_source_relation", "k")),
-        # not: one tag for both, a branch without a key, keys at other positions
+        # keys at other positions: the tag and every position a branch's key takes
+        ("select 'c' as kind, cid as k, count(*) as n from s.o group by cid "
+         "union all select 'p', count(*), pid from s.o group by pid", ("kind", "k", "n")),
+        # not: one tag for both, a branch without a key, a branch keyed by its tag alone
         ("select 'c' as kind, cid as k, sum(v) from s.o group by cid "
          "union all select 'c', pid, sum(v) from s.o group by pid", ()),
         ("select 'c' as kind, cid as k from s.o group by cid "
          "union all select 'p', pid from s.o", ()),
-        ("select 'c' as kind, cid as k, count(*) as n from s.o group by cid "
-         "union all select 'p', count(*), pid from s.o group by pid", ()),
     ],
 )
 def test_tagged_union_all_key(sql, key):
@@ -421,6 +427,30 @@ B_BY_K = "(select k, sum(w) as w from s.b group by k)"
          "sum(c) as spend from s.b group by 1, 2), j as (select *, spend / pts as cpa from x "
          "full outer join y using (date_month, src)) select * from j order by date_month",
          ("date_month", "src")),
+        # joined ON the key, projected as each pair's coalesce (Fivetran's daily_shop), and a
+        # later join that matches at most one row
+        (f"select coalesce(a.k, b.k) as k, s, w from {A_BY_K} a full outer join {B_BY_K} b "
+         f"on a.k = b.k", ("k",)),
+        ("with x as (select d, src, sum(p) as pts from s.a group by 1, 2), "
+         "y as (select d, src, sum(c) as spend from s.b group by 1, 2), "
+         "z as (select d, src, count(*) as n from s.c group by 1, 2) "
+         "select ifnull(y.src, x.src) as source_relation, coalesce(x.d, y.d) as date_day, "
+         "pts, spend, z.n from x full outer join y on x.d = y.d and y.src = x.src "
+         "left join z on coalesce(x.d, y.d) = z.d and coalesce(x.src, y.src) = z.src",
+         ("date_day", "source_relation")),
+        (f"select * from {A_BY_K} a full outer join {B_BY_K} b using (k) "
+         f"left join (select k, max(v) as m from s.c group by k) c on c.k = a.k", ("k",)),
+        # not: ON beside the key's equality, a side's own column, a side keyed otherwise, a
+        # later join that may match several rows
+        (f"select coalesce(a.k, b.k) as k, s, w from {A_BY_K} a full outer join {B_BY_K} b "
+         f"on a.k = b.k and a.s > 0", ()),
+        (f"select a.k, s, w from {A_BY_K} a full outer join {B_BY_K} b on a.k = b.k", ()),
+        (f"select coalesce(a.k, b.j) as k from {A_BY_K} a full outer join "
+         f"(select j, k, sum(w) as w from s.b group by j, k) b on a.k = b.j", ()),
+        ("select coalesce(x.d, y.d) as d, pts, spend, z.n from "
+         "(select d, sum(p) as pts from s.a group by d) x full outer join "
+         "(select d, sum(c) as spend from s.b group by d) y on x.d = y.d "
+         "left join s.c z on coalesce(x.d, y.d) = z.d", ()),
         # not: a side's own column (not the coalesced key), a key wider than USING, a side
         # without a key, a second join
         (f"select a.k, s, w from {A_BY_K} a full outer join {B_BY_K} b using (k)", ()),

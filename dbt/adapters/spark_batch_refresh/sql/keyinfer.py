@@ -59,10 +59,12 @@ class Inferred:
         return self._passed(select) or _qualified_first_key(select)
 
     def _tagged_union_key(self, union: exp.Union) -> Tuple[str, ...]:
-        """A UNION ALL whose branches each have a key at the same positions and a column
-        that is a different constant in each (`'order' as kind`, dbt_utils.union_relations'
-        `_dbt_source_relation`): that column and the key. Branches cannot share a row's key
-        when their constants differ."""
+        """A UNION ALL whose branches each have a key among their outputs and a column that
+        is a different constant in each (`'order' as kind`, dbt_utils.union_relations'
+        `_dbt_source_relation`): that column and the columns at every position a branch's
+        key takes. Branches cannot share a row's key when their constants differ, and
+        columns added to a branch's key leave it a key (dbt_artifacts' lineage edges: a
+        DISTINCT of all three columns beside a branch keyed by its first)."""
         branches = _union_all_branches(union)
         if branches is None or any(p.is_star for b in branches for p in b.expressions):
             return ()
@@ -74,21 +76,17 @@ class Inferred:
             [b.expressions[i].unalias() for b in branches])), None)
         if tag is None:
             return ()
-        positions: Optional[List[int]] = None
+        positions: set = set()
         for branch in branches:
             key = self.key(branch)
             outputs = [p.alias_or_name.lower() for p in branch.expressions]
             if not key or any(k.lower() not in outputs for k in key):
                 return ()
-            mine = sorted(outputs.index(k.lower()) for k in key)
-            if positions is None:
-                positions = mine
-            elif mine != positions:
-                return ()
-        assert positions is not None
-        if tag in positions or not all(names[i] for i in positions):
+            # the tag is one constant within a branch: a key without it is still a key
+            positions |= {outputs.index(k.lower()) for k in key} - {tag}
+        if not positions or not all(names[i] for i in positions):
             return ()
-        return tuple([names[tag]] + [names[i] for i in positions])
+        return tuple([names[tag]] + [names[i] for i in sorted(positions)])
 
     def _passed(self, select: exp.Select) -> Tuple[str, ...]:
         """The key of the relation `select` reads first, when each row of it makes at most
@@ -136,20 +134,25 @@ class Inferred:
         return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
 
     def _joined_on_shared_key(self, select: exp.Select, first: exp.Expression) -> List[str]:
-        """Two relations keyed by the same columns, joined USING exactly them (inner, LEFT,
-        RIGHT or FULL OUTER: spend and revenue per month and source, each aggregated, then
-        joined): a key value is one row on each side at most, so one output row at most, its
-        USING columns the output's key as Spark coalesces them (a bare `*`, or the
-        unqualified names). NULL keys never match and may repeat: a refresh whose staging
-        finds the key repeated recomputes without it (analysis.keyless_if_null)."""
+        """Two relations keyed by the same columns, joined on exactly them (inner, LEFT, RIGHT
+        or FULL OUTER: spend and revenue per month and source, each aggregated, then joined),
+        any later join matching at most one row: a key value is one row on each side at most,
+        so one output row at most. Joined USING the key, its columns are the output's key as
+        Spark coalesces them (a bare `*`, or the unqualified names); joined ON `a.k = b.k`
+        for each key column (Fivetran's daily_shop: two daily aggregates by FULL OUTER JOIN),
+        the key is each pair's `coalesce(a.k, b.k)` (either order) as projected. NULL keys
+        never match and may repeat: a refresh whose staging finds the key repeated recomputes
+        without it (analysis.keyless_if_null)."""
         joins = select.args.get("joins") or []
-        if len(joins) != 1:
+        if not joins or any(not self._at_most_one(select, j) for j in joins[1:]):
             return []
         join = joins[0]
         using = [u.name for u in join.args.get("using") or []]
         kind = (join.args.get("kind") or "").upper()
-        if not using or kind not in ("", "INNER", "OUTER"):
+        if kind not in ("", "INNER", "OUTER"):
             return []
+        if not using:
+            return self._coalesced_pairs(select, first, join)
         wanted = {u.lower() for u in using}
         for relation in (first, join.this):
             key = self._relation_key(select, relation)
@@ -160,6 +163,38 @@ class Inferred:
         for column in using:
             name = column if star else _projected(select, "", column)
             if name is None:
+                return []
+            names.append(name)
+        return names
+
+    def _coalesced_pairs(self, select: exp.Select, first: exp.Expression,
+                         join: exp.Join) -> List[str]:
+        """The output names of `coalesce(a.k, b.k)` for each pair of key columns a FULL
+        OUTER JOIN's ON equates (and nothing else: another condition leaves rows of one key
+        unmatched on both sides), each side keyed by exactly its columns of the pairs."""
+        on = join.args.get("on")
+        left, right = first.alias_or_name.lower(), join.this.alias_or_name.lower()
+        if (join.side or "").upper() != "FULL" or on is None or not left or not right \
+                or left == right:
+            return []
+        pairs: List[Tuple[str, str]] = []
+        for conjunct in st.conjuncts(on):
+            sides = (conjunct.this, conjunct.expression) if isinstance(conjunct, exp.EQ) else ()
+            if not all(isinstance(c, exp.Column) for c in sides):
+                return []
+            by_table = {c.table.lower(): c.name.lower() for c in sides}
+            if set(by_table) != {left, right}:
+                return []
+            pairs.append((by_table[left], by_table[right]))
+        for relation, mine in ((first, [a for a, _ in pairs]), (join.this, [b for _, b in pairs])):
+            key = self._relation_key(select, relation)
+            if not key or len(set(mine)) != len(mine) or {k.lower() for k in key} != set(mine):
+                return []
+        names: List[str] = []
+        for a, b in pairs:
+            name = next((p.alias_or_name for p in select.expressions
+                         if _coalesce_of(p.unalias(), {(left, a), (right, b)})), None)
+            if not name:
                 return []
             names.append(name)
         return names
@@ -244,6 +279,15 @@ def _projected(select: exp.Select, table: str, column: str) -> Optional[str]:
     out = next((p for p in images if isinstance(p.unalias(), exp.Column)), None) or next(
         iter(images), None)
     return out.alias_or_name if out is not None else None
+
+
+def _coalesce_of(expr: exp.Expression, columns: Set[Tuple[str, str]]) -> bool:
+    """Whether `expr` is `coalesce(x, y)` of exactly the two (table, column) pairs."""
+    if not isinstance(expr, exp.Coalesce) or len(expr.expressions) != 1:
+        return False
+    args = [expr.this, expr.expressions[0]]
+    return (all(isinstance(a, exp.Column) for a in args)
+            and {(a.table.lower(), a.name.lower()) for a in args} == columns)
 
 
 def image_of(expr: exp.Expression, table: str, column: str) -> bool:
