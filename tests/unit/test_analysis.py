@@ -604,3 +604,15 @@ def test_a_key_through_an_upstream_models_key_is_dropped_where_it_repeats():
     assert _key_retry(repeat, through, null_safe=False).null_safe is False
     assert _key_retry(null, through, null_safe=False).null_safe is True
     assert _key_retry(repeat, through, null_safe=True).null_safe is False
+
+
+def test_a_key_walk_past_its_read_budget_recomputes(monkeypatch):
+    # fivetran/dbt_stripe's MRR report made key queries of 1,742 reads that ran the driver
+    # out of memory; past the budget the model recomputes instead, its key kept
+    sql = ("with j as (select a.k, b.v from s.a a join s.b b on a.k = b.k) "
+           "select k, v, rank() over (partition by k order by v) as r from j")
+    assert sa.analyze(sql, ("k", "v")).incremental_reason is None
+    monkeypatch.setattr(sa, "KEY_WALK_READS_MAX", 3)
+    a = sa.analyze(sql, ("k", "v"))
+    assert a.key == ("k", "v")
+    assert "would read its upstreams" in (a.incremental_reason or ""), a

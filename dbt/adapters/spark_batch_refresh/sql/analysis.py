@@ -434,13 +434,19 @@ def _global_blocker(tree: exp.Expression, tables: List[exp.Table]) -> Optional[s
 
 
 def key_paths(tree: exp.Expression, key: Sequence[str]) -> Tuple[kp.KeyPath, ...]:
-    """How change rows of each scan reach the output key; raises NotIncremental."""
+    """How change rows of each scan reach the output key; raises NotIncremental, also where
+    the key queries would read the upstreams too often (_ReadBudget)."""
     inlined = st.inline_ctes(tree)
     paths = []
-    for occurrence in st.occurrences(inlined):
+    scans = st.occurrences(inlined)
+    budget = _ReadBudget(len(scans))
+    for occurrence in scans:
+        budget.next_walk()
         source = st.change_source(occurrence.upstream, 1, 1)
-        _, path = kp.affected_keys(inlined, occurrence.index, key, source, partitions_at=0)
+        query, path = kp.affected_keys(inlined, occurrence.index, key, source, partitions_at=0)
+        budget.add(query, 2 if path.whole_partitions else 1)
         paths.append(path)
+    budget.close()
     return tuple(paths)
 
 
@@ -499,15 +505,27 @@ def coarse_description(sql: str, key: Sequence[str],
     return found.describe({o.index: o.upstream for o in st.occurrences(inlined)})
 
 
+# The most upstream reads the key queries of one refresh may hold (_ReadBudget). Each key query carries the
+# model's path from its scan to the output with every other scan on it, and each window read
+# by whole partitions doubles what lies below it, so nested windows over CTEs read several
+# times grow it fast: fivetran/dbt_stripe's subscription MRR report (three window levels over
+# a cross join of items and months, its CTEs read up to three times) made 28 key queries of
+# 1,742 reads, 2.6 MB of SQL that took 20 s to generate and ran the driver out of memory after
+# ten minutes, where the model builds in seconds. The largest that replay well: 210 reads
+# (TPC-DS Q33, Q56, Q60), 250 (dbt_artifacts' run health).
+KEY_WALK_READS_MAX = 512
+
+
 def _key_parts(inlined: exp.Expression, key: Sequence[str],
                ranges: Mapping[str, Tuple[int, int]], new: Mapping[str, int],
                old: Mapping[str, int], columns_of: Optional[Callable[[str], Sequence[str]]],
                coarse: Optional[Coarse] = None, kind: Optional[str] = None) -> List[str]:
     scans = st.occurrences(inlined)
-    parts = []
-    for occ in scans:
-        if occ.upstream not in ranges:
-            continue
+    parts: List[str] = []
+    walked = [occ for occ in scans if occ.upstream in ranges]
+    budget = _ReadBudget(len(walked))
+    for occ in walked:
+        budget.next_walk()
         start, end = ranges[occ.upstream]
         columns = (columns_of(occ.upstream) if columns_of is not None
                    and st.star_on_path(inlined, occ.index) else None)
@@ -518,15 +536,48 @@ def _key_parts(inlined: exp.Expression, key: Sequence[str],
         if coarse is not None and columns_of is not None and occ.index in coarse.traced:
             part = coarse_part(inlined, occ.index, coarse, source, pins, columns_of, kind)
             parts.append(part.sql(dialect=DIALECT))
+            budget.add(part)
             continue
         query, path = kp.affected_keys(inlined, occ.index, key, source, pins,
                                        new.get(occ.upstream))
         parts.append(query.sql(dialect=DIALECT))
+        budget.add(query)
         if path.whole_partitions:  # the keys its partitions held at the old version as well
             query, _ = kp.affected_keys(inlined, occ.index, key, source, pins,
                                         old.get(occ.upstream))
             parts.append(query.sql(dialect=DIALECT))
+            budget.add(query)
+    budget.close()
     return parts
+
+
+class _ReadBudget:
+    """Counts the relations the key queries of `walks` scans read (upstreams at a version,
+    their change rows) and raises NotIncremental past KEY_WALK_READS_MAX: at the end, or
+    as soon as the walks so far, taken as many again for each scan left, would pass it
+    (generating the rest alone can take seconds)."""
+
+    def __init__(self, walks: int) -> None:
+        self.walks, self.done, self.reads = walks, -1, 0
+
+    def next_walk(self) -> None:
+        self.done += 1
+        if self.done and self.reads / self.done * self.walks > KEY_WALK_READS_MAX:
+            self._refuse(f"about {round(self.reads / self.done * self.walks)}")
+
+    def add(self, query: exp.Expression, times: int = 1) -> None:
+        self.reads += times * sum(1 for _ in query.find_all(exp.Table))
+
+    def close(self) -> None:
+        if self.reads > KEY_WALK_READS_MAX:
+            self._refuse(str(self.reads))
+
+    @staticmethod
+    def _refuse(reads: str) -> None:
+        raise st.NotIncremental(
+            f"would read its upstreams {reads} times to find its affected keys (more than "
+            f"{KEY_WALK_READS_MAX}: windows nested over CTEs that are read several times); "
+            "a recompute reads them once")
 
 
 def _global_aggregate(tree: exp.Expression) -> bool:
