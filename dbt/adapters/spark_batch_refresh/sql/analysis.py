@@ -505,14 +505,14 @@ def coarse_description(sql: str, key: Sequence[str],
     return found.describe({o.index: o.upstream for o in st.occurrences(inlined)})
 
 
-# The most upstream reads the key queries of one refresh may hold (_ReadBudget). Each key query carries the
-# model's path from its scan to the output with every other scan on it, and each window read
-# by whole partitions doubles what lies below it, so nested windows over CTEs read several
-# times grow it fast: fivetran/dbt_stripe's subscription MRR report (three window levels over
-# a cross join of items and months, its CTEs read up to three times) made 28 key queries of
-# 1,742 reads, 2.6 MB of SQL that took 20 s to generate and ran the driver out of memory after
-# ten minutes, where the model builds in seconds. The largest that replay well: 210 reads
-# (TPC-DS Q33, Q56, Q60), 250 (dbt_artifacts' run health).
+# The most upstream reads the key queries of one refresh may hold (_ReadBudget). Each key
+# query carries the model's path from its scan to the output with every other scan on it, and
+# each window read by whole partitions doubles what lies below it, so nested windows over CTEs
+# read several times grow it fast: fivetran/dbt_stripe's subscription MRR report (three
+# window levels over a cross join of items and months, its CTEs read up to three times) made
+# 28 key queries of 1,742 reads, 2.6 MB of SQL that took 20 s to generate and ran the driver
+# out of memory after ten minutes, where the model builds in seconds. The largest that replay
+# well: 210 reads (TPC-DS Q33, Q56, Q60), 250 (dbt_artifacts' run health).
 KEY_WALK_READS_MAX = 512
 
 

@@ -76,7 +76,7 @@ class Inferred:
             [b.expressions[i].unalias() for b in branches])), None)
         if tag is None:
             return ()
-        positions: set = set()
+        positions: Set[int] = set()
         for branch in branches:
             key = self.key(branch)
             outputs = [p.alias_or_name.lower() for p in branch.expressions]
@@ -144,15 +144,20 @@ class Inferred:
         never match and may repeat: a refresh whose staging finds the key repeated recomputes
         without it (analysis.keyless_if_null)."""
         joins = select.args.get("joins") or []
-        if not joins or any(not self._at_most_one(select, j) for j in joins[1:]):
+        if not joins or (joins[0].args.get("kind") or "").upper() not in ("", "INNER", "OUTER"):
             return []
         join = joins[0]
-        using = [u.name for u in join.args.get("using") or []]
-        kind = (join.args.get("kind") or "").upper()
-        if kind not in ("", "INNER", "OUTER"):
+        names = (self._using_names(select, first, join) if join.args.get("using")
+                 else self._coalesced_pairs(select, first, join))
+        # later joins only where the first one gives a key: each reads its relation's key
+        if not names or any(not self._at_most_one(select, j) for j in joins[1:]):
             return []
-        if not using:
-            return self._coalesced_pairs(select, first, join)
+        return names
+
+    def _using_names(self, select: exp.Select, first: exp.Expression,
+                     join: exp.Join) -> List[str]:
+        """The output names of the USING columns, each side keyed by exactly them."""
+        using = [u.name for u in join.args.get("using") or []]
         wanted = {u.lower() for u in using}
         for relation in (first, join.this):
             key = self._relation_key(select, relation)
