@@ -184,7 +184,9 @@ class Inferred:
             return []
         pairs: List[Tuple[str, str]] = []
         for conjunct in st.conjuncts(on):
-            sides = (conjunct.this, conjunct.expression) if isinstance(conjunct, exp.EQ) else ()
+            if not isinstance(conjunct, exp.EQ):
+                return []
+            sides = (conjunct.this, conjunct.expression)
             if not all(isinstance(c, exp.Column) for c in sides):
                 return []
             by_table = {c.table.lower(): c.name.lower() for c in sides}
