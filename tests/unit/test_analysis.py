@@ -324,14 +324,15 @@ def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
          "on c.region = o.region where c.tier = 'gold'", ("oid", "cid")),
         ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
          "on c.region = o.region where c.tier is not null and o.amount > 3", ("oid", "cid")),
-        # not: NULL-extended rows kept (their key part NULL), a key part not projected, two
-        # parts under one name, a right or full join
+        # NULL-extended rows kept: the pair all the same, its joined part NULL in them (one
+        # row per unmatched preserved row: key_outer, matched null-safely)
         ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
-         "on c.region = o.region", ()),
+         "on c.region = o.region", ("oid", "cid")),
         ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
-         "on c.region = o.region where coalesce(c.tier, 'x') = 'x'", ()),
+         "on c.region = o.region where coalesce(c.tier, 'x') = 'x'", ("oid", "cid")),
         ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
-         "on c.region = o.region where c.tier is null", ()),
+         "on c.region = o.region where c.tier is null", ("oid", "cid")),
+        # not: a key part not projected, two parts under one name, a right or full join
         ("select o.id as oid, c.region from raw.orders o join raw.customers c "
          "on c.region = o.region", ()),
         ("select o.id, c.id from raw.orders o join raw.customers c on c.region = o.region", ()),
@@ -383,6 +384,68 @@ def test_a_key_found_null_is_kept_null_safe_only_where_the_query_gives_it():
 def test_key_through_upstream_tests(sql, key):
     a = sa.analyze(sql, upstream_keys={"raw.orders": ("id",), "raw.customers": ("id",)})
     assert a.key == key and (a.key_source == "upstream tests") == bool(key), (a.key, a.key_source)
+
+
+_GL = """
+with journals as (select * from raw.journal), lines as (select * from raw.journal_line),
+joined as (
+  select journals.journal_id, journals.source_id, lines.journal_line_id, accounts.name,
+    case when journals.kind = 'inv' then journals.source_id end as invoice_id
+  from journals
+  left join lines on journals.journal_id = lines.journal_id
+  left join raw.account accounts on accounts.account_id = lines.account_id),
+first_contact as (
+  select joined.*, invoices.contact_id from joined
+  left join raw.invoice invoices on joined.invoice_id = invoices.invoice_id)
+select * from first_contact"""
+
+
+@pytest.mark.parametrize(
+    "sql, key, outer",
+    [
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region", ("oid", "cid"), ("cid",)),
+        ("select o.id as oid, c.id as cid from raw.orders o join raw.customers c "
+         "on c.region = o.region", ("oid", "cid"), ()),
+        # the WHERE rejects the NULL-extended rows: inner
+        ("select o.id as oid, c.id as cid from raw.orders o left join raw.customers c "
+         "on c.region = o.region where c.tier = 'gold'", ("oid", "cid"), ()),
+        # fivetran/dbt_xero's general ledger: journals, their lines (one to many), then joins
+        # that match at most one row, through `select *` of CTEs
+        (_GL, ("journal_id", "journal_line_id"), ("journal_line_id",)),
+        # a CTE keyed with an outer column, joined on as one side of a pair
+        ("with x as (select o.id as oid, c.id as cid from raw.orders o left join "
+         "raw.customers c on c.region = o.region) select x.oid, x.cid, p.id as pid from x "
+         "join raw.products p on p.price > x.oid", ("oid", "cid", "pid"), ("cid",)),
+        # a GROUP BY over it: its groups, NULL one group like any other
+        ("with x as (select o.id as oid, c.id as cid from raw.orders o left join "
+         "raw.customers c on c.region = o.region) select oid, cid, count(*) as n from x "
+         "group by oid, cid", ("oid", "cid"), ()),
+        # two one-to-many LEFT joins: a preserved row's matches of each, or one NULL
+        ("select o.id as oid, c.id as cid, p.id as pid from raw.orders o left join "
+         "raw.customers c on c.region = o.region left join raw.products p on p.price = o.amount",
+         ("oid", "cid", "pid"), ("cid", "pid")),
+    ],
+)
+def test_key_outer_of_left_joins(sql, key, outer):
+    keys = {t: (c,) for t, c in (("raw.orders", "id"), ("raw.customers", "id"),
+                                  ("raw.products", "id"), ("raw.journal", "journal_id"),
+                                  ("raw.journal_line", "journal_line_id"),
+                                  ("raw.account", "account_id"), ("raw.invoice", "invoice_id"))}
+    a = sa.analyze(sql, upstream_keys=keys)
+    assert (a.key, a.key_outer) == (key, outer)
+    assert a.incremental_reason is None, a.incremental_reason
+    # a configured key has no outer columns: its NULL stays an error
+    assert sa.analyze(sql, unique_key=list(key), upstream_keys=keys).key_outer == ()
+    if outer:
+        from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
+        from dbt.adapters.spark_batch_refresh.report import explain
+        said = explain.render("m", BatchRefreshConfig(), a, [], "idle")
+        assert f"{', '.join(outer)} NULL where a LEFT JOIN matches no row" in said, said
+    # dropped on a NULL in the preserved side's key where it rests on tests: none either
+    dropped, keyless, _ = sa.keyless_if_null(a, (), null_seen=True)
+    assert keyless == (a.key_source == "upstream tests")
+    assert not keyless or dropped.key_outer == ()
 
 
 @pytest.mark.parametrize(

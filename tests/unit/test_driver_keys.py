@@ -49,3 +49,12 @@ def test_a_null_safe_key_counts_its_null_as_a_key():
     found = dk.quality(rows, 1, ranged=False, top=False, null_safe=True)
     assert found["distinct_keys"] == 3 and found["staged"] == 3
     assert dk.quality(rows, 1, ranged=False, top=False)["distinct_keys"] == 2
+
+
+def test_an_outer_key_counts_nulls_in_its_checked_columns_alone():
+    # (journal, line): a journal without lines has a NULL line, no NULL key; a NULL journal is
+    pairs = [row("1", second=None), row("2", second="7"), row(None, second="8")]
+    found = dk.quality(pairs, 2, ranged=False, top=False, null_safe=True, null_checked=[0])
+    assert (found["null_keys"], found["distinct_keys"]) == (1, 3)
+    assert dk.quality(pairs[:2], 2, ranged=False, top=False, null_safe=True,
+                      null_checked=[0])["null_keys"] == 0

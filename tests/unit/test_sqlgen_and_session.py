@@ -315,11 +315,19 @@ def test_a_null_safe_key_is_matched_by_null_safe_equality_everywhere():
     assert "count(DISTINCT struct(_br_k_0, _br_k_1)) AS distinct_keys" in sqlgen.key_quality(
         "st", ["g", "h"], null_safe=True)
     assert "count(DISTINCT _br_k_0, _br_k_1)" in sqlgen.key_quality("st", ["g", "h"])
-    assert "IS NULL" not in sqlgen.backfill_checked("SELECT g FROM s.t", ["g"], ["g"], True)
+    assert "IS NULL" not in sqlgen.backfill_checked("SELECT g FROM s.t", ["g"], ["g"], ())
     # a NULL has its own marker: an inferred key plans again null-safe without staging first
     assert (f"CASE WHEN `g` IS NULL OR `h` IS NULL THEN raise_error('{sqlgen.INLINE_NULL_MARKER}') "
             "WHEN _br_n = 1 THEN true") in sqlgen.backfill_checked(
-        "SELECT g, h FROM s.t", ["g", "h"], ["g", "h"])
+        "SELECT g, h FROM s.t", ["g", "h"], ["g", "h"], ["g", "h"])
+    # a key with an outer column (config.outer_key): its other columns' NULL alone is checked,
+    # in the backfill's inline check and in a staging's counts
+    assert (f"CASE WHEN `g` IS NULL THEN raise_error('{sqlgen.INLINE_NULL_MARKER}') "
+            "WHEN _br_n = 1 THEN true") in sqlgen.backfill_checked(
+        "SELECT g, h FROM s.t", ["g", "h"], ["g", "h"], ["g"])
+    outer = sqlgen.key_quality("st", ["g", "h"], null_safe=True, null_checked=["g"])
+    assert "WHEN (_br_k_0 IS NULL) AND" in outer and "_br_k_1 IS NULL" not in outer
+    assert "count(DISTINCT struct(_br_k_0, _br_k_1))" in outer
     assert sqlgen.INLINE_CHECK_MARKER in sqlgen.INLINE_NULL_MARKER
     merge = sqlgen.merge_staging("s.t", "st", ["g"], ["g", "n"], delete_missing=True,
                                  null_safe=True)

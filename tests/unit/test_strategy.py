@@ -108,7 +108,7 @@ def test_which_keyed_backfills_check_their_keys_in_the_write():
 
 
 def test_a_checked_backfill_fails_on_a_null_or_repeated_key():
-    sql = backfill_checked("select * from t", ["a", "b", "n"], ["a", "b"])
+    sql = backfill_checked("select * from t", ["a", "b", "n"], ["a", "b"], ["a", "b"])
     assert "count(*) OVER (PARTITION BY _br_m.`a`, _br_m.`b`)" in sql
     assert "WHEN `a` IS NULL OR `b` IS NULL THEN raise_error(" in sql
     assert "WHEN _br_n = 1 THEN true" in sql

@@ -47,14 +47,17 @@ def keys_sql(staging: str, unique_key: Sequence[str]) -> str:
 
 
 def quality(rows: Sequence[Mapping[str, Any]], key_columns: int, ranged: bool,
-            top: bool, null_safe: bool = False) -> Dict[str, Any]:
+            top: bool, null_safe: bool = False,
+            null_checked: Optional[Sequence[int]] = None) -> Dict[str, Any]:
     """What sqlgen.key_quality computes over a changes-only staging (`from_changes`), from its
     key rows as keys_sql returns them: the same names, counts and bounds as text (`null_safe`:
-    a key with a NULL among the distinct keys too)."""
+    a key with a NULL among the distinct keys too; `null_checked`: the positions of the key
+    columns whose NULL is counted, every one unless given)."""
     keys = [tuple(r[text_alias(i)] for i in range(key_columns)) for r in rows]
     present = [r[PRESENT] is not None for r in rows]
     new = [p and r[HAD_OLD] is None for p, r in zip(present, rows)]
-    any_null = [any(v is None for v in k) for k in keys]
+    checked = range(key_columns) if not null_checked else null_checked
+    any_null = [any(k[i] is None for i in checked) for k in keys]
     found: Dict[str, Any] = {
         "staged": len(rows),
         "distinct_keys": len({k for k, n in zip(keys, any_null) if null_safe or not n}),

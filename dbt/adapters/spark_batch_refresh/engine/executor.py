@@ -120,10 +120,12 @@ class _Run:
 
     def proved_key(self) -> Tuple[str, ...]:
         """The key this commit records for the models downstream (RefreshCommit.key): one
-        the query proves (alone or through upstream models' keys) and no refresh found NULL.
-        Not the model's configured one (dbt's graph hands that downstream) nor one that rests
-        on dbt tests."""
-        if self.null_key or self.config.nullable_key or not self.inferred_key:
+        the query proves (alone or through upstream models' keys), NULL in some rows or not:
+        unique under `<=>` either way, which is what a model downstream assumes of it (its
+        joins' equalities never match a NULL; a NULL it passes on is matched null-safely
+        there, as this model's own). Not the model's configured one (dbt's graph hands that
+        downstream) nor one that rests on dbt tests."""
+        if not self.inferred_key or not self.config.unique_key:
             return ()
         return tuple(self.config.unique_key) if self.analysis.key_source == "query" else ()
 
@@ -172,6 +174,17 @@ def _key_retry(exc: BatchRefreshUserError, analysis: sa.Analysis,
     if isinstance(exc, BadKeyError) and (null_safe or analysis.key_through):
         return _InferredKeyNull(null_safe=False)
     return None
+
+
+def _keyed_config(config: BatchRefreshConfig, analysis: sa.Analysis,
+                  null_safe: bool) -> BatchRefreshConfig:
+    """The config a refresh plans with: the key it uses (configured, else inferred), matched
+    null-safely where a NULL was seen in it (`null_safe`) or where a LEFT JOIN's NULL
+    extension may leave some of its columns NULL (outer_key; a NULL in the others is still a
+    NULL key)."""
+    outer = () if null_safe else analysis.key_outer
+    return replace(config, unique_key=analysis.key, nullable_key=null_safe or bool(outer),
+                   outer_key=outer)
 
 
 class _InferredKeyNull(Exception):
@@ -239,7 +252,7 @@ class Refresher:
             analysis, config.unique_key, drop=not infer, null_seen=null_seen)
         inferred = bool(analysis.key) and not config.unique_key
         # From here on the key is the configured one or the one inferred from GROUP BY.
-        config = replace(config, unique_key=analysis.key, nullable_key=null_safe)
+        config = _keyed_config(config, analysis, null_safe)
         if analysis.replay_sql is not None:
             req = replace(req, sql=analysis.replay_sql)  # same rows; the form that replays
         store = StateStore(req.state_schema, self._fetch, self._run)
@@ -344,7 +357,7 @@ class Refresher:
             return None
         analysis, keyless, null_safe = keyed
         return (analysis, keyless, null_safe,
-                replace(config, unique_key=analysis.key, nullable_key=null_safe),
+                _keyed_config(config, analysis, null_safe),
                 replace(req, sql=analysis.replay_sql or written))
 
     def _inserts_replay(self, config: BatchRefreshConfig, analysis: sa.Analysis, log: TargetLog,
@@ -463,7 +476,8 @@ class Refresher:
             raise
         except BatchRefreshUserError as exc:
             self._drop(run)
-            retry = (_key_retry(exc, run.analysis, run.config.nullable_key)
+            retry = (_key_retry(exc, run.analysis,
+                                run.config.nullable_key and not run.config.outer_key)
                      if run.inferred_key and not run.committed else None)
             if retry is not None:
                 raise retry from exc
@@ -591,7 +605,7 @@ class Refresher:
                                        refresh=run.refresh, previous_plan=run.previous_plan)
         model = self._stager.whole_model(req.sql, run.analysis, plan, run.columns, agg_run)
         select = sqlgen.backfill_checked(model, [c for c, _ in run.columns],
-                                         run.config.unique_key, run.config.nullable_key)
+                                         run.config.unique_key, run.config.null_checked())
         return Staged(f"(\n{select}\n) _br_b", list(run.columns), strategy=Strategy.BACKFILL,
                       top_key=key, inline=True, direct=True)
 

@@ -389,19 +389,23 @@ class Stager:
         key_types = dict((c.lower(), t.lower()) for c, t in model_columns)
         first_type = key_types.get(config.unique_key[0].lower())
         null_safe = config.nullable_key
+        checked = config.null_checked()
         # A null-safe key has no literal range nor ceiling: both leave its NULL key out.
         ranged = bounds and first_type in _RANGE_TYPES and not null_safe
         top_key = None if null_safe else single_key(config.unique_key, model_columns)
         if key_rows is not None:  # a changes-only staging's keys, read by stage()
-            quality = driver_keys.quality(key_rows, len(config.unique_key), ranged,
-                                          top=top_key is not None, null_safe=null_safe)
+            quality = driver_keys.quality(
+                key_rows, len(config.unique_key), ranged, top=top_key is not None,
+                null_safe=null_safe,
+                null_checked=[i for i, k in enumerate(config.unique_key) if k in checked])
             if len(config.unique_key) == 1:
                 staged.replace_keys = driver_keys.listed(key_rows)
         else:
             quality = self._fetch(sqlgen.key_quality(staged.source, config.unique_key, ranged,
                                                      staged.from_changes,
                                                      top=top_key is not None,
-                                                     null_safe=null_safe))[0]
+                                                     null_safe=null_safe,
+                                                     null_checked=checked))[0]
         staged.rows = int(quality["staged"])
         staged.tombstones = int(quality["tombstones"])
         staged.new_rows = int(quality.get("new_rows") or 0)
@@ -423,12 +427,11 @@ class Stager:
                                     sqlgen.typed_lit(quality["new_max"], kind))
         key = ", ".join(config.unique_key)
         problems = []
-        null_keys = 0  # a null-safe key's NULL is no problem
-        if not null_safe:
+        null_keys = 0  # a null-safe key's NULL is no problem (but in its null_checked columns)
+        if checked:
             null_keys = int(quality["null_keys"])
             if not null_keys and model_sql is not None and int(quality["null_any"]):
-                null_keys = int(self._fetch(
-                    sqlgen.null_key_rows(model_sql, config.unique_key))[0]["n"])
+                null_keys = int(self._fetch(sqlgen.null_key_rows(model_sql, checked))[0]["n"])
         if null_keys:
             problems.append(f"{null_keys} output rows have a NULL in unique_key ({key}).")
         # Outside a null-safe key a key with a NULL is not among the distinct keys.

@@ -85,6 +85,19 @@ class BatchRefreshConfig:
     # NULL (a NULL group). NULL is then one key value like any other: every match of a key
     # is null-safe (`<=>`), and the writes that cannot match a NULL key are not used.
     nullable_key: bool = False
+    # Set by the executor too: the key columns a LEFT JOIN's NULL extension leaves NULL
+    # (analysis.Analysis.key_outer). The key is matched null-safely (nullable_key), and a NULL
+    # only in the other columns is a NULL key (null_checked).
+    outer_key: Tuple[str, ...] = ()
+
+    def null_checked(self) -> Tuple[str, ...]:
+        """The key columns whose NULL in an output row is a NULL key (an error, or for a key
+        that is not configured a plan again: executor._key_retry): every column of a key not
+        matched null-safely, none of a null-safe one, of a key with outer columns the others."""
+        if self.outer_key:
+            outer = {c.lower() for c in self.outer_key}
+            return tuple(k for k in self.unique_key if k.lower() not in outer)
+        return () if self.nullable_key else tuple(self.unique_key)
 
     def result_fingerprint_parts(self) -> Dict[str, Any]:
         """Configs that change what the model's rows are (a change means a rebuild)."""

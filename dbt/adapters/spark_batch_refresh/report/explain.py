@@ -104,22 +104,25 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append(f"  mode:       full recompute (reason: {fallback})")
     lines.append(f"  refresh_mode config: {config.refresh_mode}")
     lines.extend(_cost_lines(config, mode, fallback, last, change_rows, key_queries))
+    # a LEFT JOIN's joined key beside the preserved one's (keyinfer.Inferred.outer_key)
+    outer = (f"; {', '.join(analysis.key_outer)} NULL where a LEFT JOIN matches no row: matched "
+             f"null-safely" if analysis.key_outer else "")
     if config.unique_key:
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")
     elif analysis.key and analysis.key_source == "tests":
         lines.append(f"  unique_key: {', '.join(analysis.key)} (declared by the model's tests)")
     elif analysis.key and analysis.key_source == "upstream tests":
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query and "
-                     f"the keys its upstreams' tests declare)")
+                     f"the keys its upstreams' tests declare{outer})")
     elif analysis.key and config.nullable_key:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query; NULL "
                      f"in some rows, a group of its own: matched null-safely)")
     elif analysis.key and analysis.key_through:
         lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query and "
                      f"the keys of its upstream batch_refresh models "
-                     f"{', '.join(analysis.key_through)})")
+                     f"{', '.join(analysis.key_through)}{outer})")
     elif analysis.key:
-        lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query)")
+        lines.append(f"  unique_key: {', '.join(analysis.key)} (inferred from the query{outer})")
     else:
         lines.append("  unique_key: none")
     lines.append(f"  state:      {phase or 'never refreshed'}")

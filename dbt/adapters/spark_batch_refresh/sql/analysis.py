@@ -66,6 +66,9 @@ class Analysis:
     # The upstream batch_refresh models whose recorded keys (keyinfer.Inferred.proven_keys)
     # the inferred key passes through, for explain.
     key_through: Tuple[str, ...] = ()
+    # Columns of an inferred key that a LEFT JOIN's NULL extension leaves NULL
+    # (keyinfer.Inferred.outer_key): matched null-safely, their NULL no problem.
+    key_outer: Tuple[str, ...] = ()
     key_errors: Tuple[str, ...] = ()  # a configured unique_key the query proves wrong
     # Why affected-key replay is unsound for this model and key (None when it is sound).
     incremental_reason: Optional[str] = None
@@ -254,6 +257,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
     inference = Inferred(upstream_keys or {}, proven_keys=proven_keys or {})
     inferred = inference.key(tree)
     key_source = "" if unique_key else "upstream tests" if inference.declared else "query"
+    outer = inference.outer_key(tree) if inferred and not unique_key else ()
     if not unique_key and not inferred and tested_key and not key_errors(tree, tested_key):
         inferred, key_source = tuple(tested_key), "tests"  # unless the query proves it wrong
     key = tuple(unique_key) or inferred
@@ -289,6 +293,7 @@ def _analyze(sql: str, unique_key: Sequence[str],
                     key=key, inferred_key=inferred,
                     key_source=key_source if inferred else "",
                     key_through=tuple(inference.proven_used) if inferred else (),
+                    key_outer=outer,
                     key_errors=tuple(key_errors(tree, unique_key)),
                     incremental_reason=reason, key_paths=paths, delta=delta,
                     delta_reason=delta_reason, delta_join=joined,
@@ -643,7 +648,7 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
     no key, so no replay rule that needs one; it recomputes in full, keyless."""
     key = ", ".join(analysis.key)
     return replace(
-        analysis, key=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
+        analysis, key=(), key_outer=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
         incremental_reason=(
             f"has no unique_key, and the one {_KEY_SOURCES[analysis.key_source]} ({key}) is "
             f"NULL or repeated in some output rows; set unique_key to columns that identify "

@@ -9,7 +9,8 @@ or the key of the relation a plain SELECT reads, passed through its filter and p
 row of it: an inner or left join whose ON equates every column of the joined relation's own
 key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
 customer_id). A join that may repeat rows adds the joined relation's key (the pair of
-both keys), and a LATERAL VIEW posexplode its position. A physical relation's key is the one
+both keys; a LEFT join's part NULL in its NULL-extended rows: `Inferred.outer_key`), and a
+LATERAL VIEW posexplode its position. A physical relation's key is the one
 its dbt tests declare (`upstream_keys`, collected from the graph by the materialization): a
 key that rests on one is as good as those tests, so `Inferred.declared` says so, and the
 refresh treats such a key as it treats the model's own tests' key (NULL or repeated: the
@@ -20,7 +21,7 @@ it counts as the column (`image_of`: its cast to string, or a concat of it with 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, List, Mapping, Optional, Set, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from sqlglot import exp
 
@@ -40,6 +41,17 @@ class Inferred:
     # `declared` alone.
     proven_keys: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
     proven_used: List[str] = field(default_factory=list)  # the upstreams whose proven key served
+    # Per SELECT (by id) whose key `_passed` gave: the key's output names that a LEFT JOIN's
+    # NULL extension leaves NULL (`outer_key`).
+    outer: Dict[int, Tuple[str, ...]] = field(default_factory=dict)
+
+    def outer_key(self, tree: exp.Expression) -> Tuple[str, ...]:
+        """The columns of `tree`'s key (as `key` gave it) that may be NULL where a LEFT JOIN
+        that can match several rows found none: the joined relation's key beside the
+        preserved one's (`journals left join journal_lines`: journal_line_id). The pair is
+        unique under `<=>` all the same: a preserved row gives either its matches, told apart
+        by the joined key, or one row with that key NULL."""
+        return self.outer.get(id(tree), ())
 
     def key(self, tree: exp.Expression) -> Tuple[str, ...]:
         if isinstance(tree, exp.Union):
@@ -95,8 +107,9 @@ class Inferred:
         level) and every key column comes out as a plain column (or through `*`). An inner
         join that may match several rows adds its relation's key: each output row is one
         pair of matched rows, so the pair of both keys is unique (a LEFT join counts as inner
-        where the WHERE rejects its NULL-extended rows). A LATERAL VIEW posexplode adds its
-        position: one row per element."""
+        where the WHERE rejects its NULL-extended rows). A LEFT join that keeps them adds it
+        too, as an outer part (`outer_key`). A LATERAL VIEW posexplode adds its position: one
+        row per element."""
         if (any(select.args.get(a) for a in ("group", "distinct", "having"))
                 or st.generates_rows(select)):
             return ()
@@ -113,25 +126,39 @@ class Inferred:
         if shared:
             names = shared + positions
             return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
-        parts = [(source.this, self._relation_key(select, source.this))]
+        parts = [(source.this, self._relation_key(select, source.this), False)]
         for join in select.args.get("joins") or []:
             if self._at_most_one(select, join):
                 continue
-            if not _pairs(join):
+            extends = _left_outer(join)
+            if not (_pairs(join) or extends):
                 return ()
-            parts.append((join.this, self._relation_key(select, join.this)))
+            parts.append((join.this, self._relation_key(select, join.this), extends))
         names: List[str] = []
-        for relation, key in parts:
+        outer: List[str] = []
+        for relation, key, extends in parts:
             alias = relation.alias_or_name.lower()
             if not key or (len(parts) > 1 and not alias):
                 return ()
+            nullable = self._relation_outer(select, relation)
             for column in key:
                 name = _output_name(select, alias, column, alone=len(parts) == 1)
                 if name is None:
                     return ()
                 names.append(name)
+                if extends or column.lower() in nullable:
+                    outer.append(name)
         names += positions
-        return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
+        if len({n.lower() for n in names}) != len(names):
+            return ()
+        self.outer[id(select)] = tuple(outer)
+        return tuple(names)
+
+    def _relation_outer(self, select: exp.Select, source: exp.Expression) -> Set[str]:
+        """The key columns of a CTE or subquery `select` reads that its own LEFT JOINs may
+        leave NULL (`outer_key`), lower-case."""
+        inner = _read_select(select, source)
+        return {c.lower() for c in self.outer.get(id(inner), ())} if inner is not None else set()
 
     def _joined_on_shared_key(self, select: exp.Select, first: exp.Expression) -> List[str]:
         """Two relations keyed by the same columns, joined on exactly them (inner, LEFT, RIGHT
@@ -327,6 +354,16 @@ def _output_name(select: exp.Select, alias: str, column: str, alone: bool) -> Op
                           else alone):
             return column
     return _projected(select, alias, column)
+
+
+def _left_outer(join: exp.Join) -> bool:
+    """`join` is a LEFT (OUTER) join with a condition: each row before it comes out once per
+    matching row, or once NULL-extended (a WHERE that rejects the NULL-extended rows made it
+    inner already: st.parse)."""
+    kind = (join.args.get("kind") or "").upper()
+    return ((join.side or "").upper() == "LEFT" and kind in ("", "OUTER")
+            and not join.args.get("method")
+            and (join.args.get("on") is not None or bool(join.args.get("using"))))
 
 
 def _pairs(join: exp.Join) -> bool:

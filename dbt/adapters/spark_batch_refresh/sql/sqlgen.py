@@ -181,15 +181,19 @@ def _staging_by_key(columns: Sequence[str], unique_key: Sequence[str]) -> str:
 
 
 def key_quality(staging: str, unique_key: Sequence[str], key_range: bool = False,
-                from_changes: bool = False, top: bool = False, null_safe: bool = False) -> str:
+                from_changes: bool = False, top: bool = False, null_safe: bool = False,
+                null_checked: Optional[Sequence[str]] = None) -> str:
     """Row, distinct-key, NULL-key and tombstone counts of staging in one scan (`null_safe`:
-    a key with a NULL counted as a distinct key too, NULL its own value); with
+    a key with a NULL counted as a distinct key too, NULL its own value; `null_checked`: the
+    key columns whose NULL the NULL counts count, every one unless given); with
     `key_range`, also the min and max of its first key column as text; with `from_changes`
     (a staging that marks keys with an old row), the count of new keys, and with `key_range`
     their min and max (the target files the new-key check must read); with `top`, the largest
     key of a present row as text (the target's key ceiling, plan/key_top.py)."""
     aliases = key_aliases(unique_key)
-    null_test = " OR ".join(f"{a} IS NULL" for a in aliases)
+    checked = {c.lower() for c in (unique_key if not null_checked else null_checked)}
+    null_test = " OR ".join(f"{a} IS NULL" for k, a in zip(unique_key, aliases)
+                            if k.lower() in checked)
     bounds = (f", CAST(min({aliases[0]}) AS STRING) AS key_min, "
               f"CAST(max({aliases[0]}) AS STRING) AS key_max" if key_range else "")
     if top:
@@ -224,31 +228,32 @@ def inserted_checked(body: str, columns: Sequence[str], key: str, ceiling: str) 
     staging inline: each key above `ceiling` (so held by no target row: plan/key_top.py), not
     NULL, and once. Any other row fails the statement with INLINE_CHECK_MARKER before a write
     reading it commits, and the refresh stages and checks as usual."""
-    return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"], null_safe=False)
+    return _checked(body, columns, [key], [f"{q(key)} > {ceiling}"], null_checked=[key])
 
 
 def backfill_checked(model_sql: str, columns: Sequence[str], unique_key: Sequence[str],
-                     null_safe: bool = False) -> str:
-    """Every row of the model with the key checks of a staged backfill inline: no key column
-    NULL (but for a `null_safe` key, whose NULL is one more value), each key once. Any other
+                     null_checked: Sequence[str]) -> str:
+    """Every row of the model with the key checks of a staged backfill inline: no
+    `null_checked` key column NULL (config.null_checked: a null-safe key's NULL is one more
+    value), each key once (NULL equal to NULL, as the window groups them). Any other
     row fails the statement with INLINE_CHECK_MARKER (INLINE_NULL_MARKER for a NULL) before
     the write reading it commits. An inferred key is counted too: a GROUP BY's keys are not
     unique when its projection has a generator (`explode(collect_list(v))`), so it is not
     taken on trust; the count is a shuffle of the model's output, small where the key is a
     GROUP BY's."""
-    return _checked(model_sql, columns, unique_key, [], null_safe)
+    return _checked(model_sql, columns, unique_key, [], null_checked)
 
 
 def _checked(body: str, columns: Sequence[str], unique_key: Sequence[str],
-             conditions: Sequence[str], null_safe: bool) -> str:
+             conditions: Sequence[str], null_checked: Sequence[str]) -> str:
     """The rows of `body` that meet `conditions` and hold their key once; any other row fails
-    the statement with INLINE_CHECK_MARKER, or, a key column NULL (not `null_safe`), with
+    the statement with INLINE_CHECK_MARKER, or, a `null_checked` key column NULL, with
     INLINE_NULL_MARKER."""
     cols = ", ".join(q(c) for c in columns)
     keys = ", ".join(f"_br_m.{q(k)}" for k in unique_key)
     checks = " AND ".join([*conditions, "_br_n = 1"])
-    nulls = "" if null_safe else (
-        f"WHEN {' OR '.join(f'{q(k)} IS NULL' for k in unique_key)} "
+    nulls = "" if not null_checked else (
+        f"WHEN {' OR '.join(f'{q(k)} IS NULL' for k in null_checked)} "
         f"THEN raise_error({lit(INLINE_NULL_MARKER)}) ")
     return (f"SELECT {cols} FROM (\n  SELECT _br_m.*, count(*) OVER (PARTITION BY {keys}) AS _br_n "
             f"FROM (\n{body}\n) _br_m\n) _br_c\n"
@@ -257,7 +262,8 @@ def _checked(body: str, columns: Sequence[str], unique_key: Sequence[str],
 
 
 def null_key_rows(model_sql: str, unique_key: Sequence[str]) -> str:
-    """How many rows of the model have a NULL in a key column (a filter Spark pushes down)."""
+    """How many rows of the model have a NULL in one of the key columns `unique_key` (those
+    config.null_checked gives; a filter Spark pushes down)."""
     test = " OR ".join(f"_br_m.{q(k)} IS NULL" for k in unique_key)
     return f"SELECT count(*) AS n FROM (\n{model_sql}\n) _br_m WHERE {test}"
 
