@@ -415,6 +415,14 @@ with a as (select status, count(*) as n from {O} group by status),
      b as (select o.status, sum(p.amount) as paid
            from {P} p join {O} o on o.id = p.order_id group by o.status)
 select status, n, paid from a left join b using (status)""",
+ # one-to-many LEFT JOINs of tested sources: keyed by the pair (a payment's id NULL for an
+ # order without payments), replayed as delta joins
+ "u_left_lines": cfg() + f"""
+select o.id as order_id, o.status, o.amount, p.id as payment_id, p.amount as paid, p.method
+from {O} o left join {P} p on p.order_id = o.id""",
+ "u_left_two": cfg() + f"""
+select o.id as order_id, p.id as payment_id, p.amount as paid, pr.id as product_id, pr.category
+from {O} o left join {P} p on p.order_id = o.id left join {PR} pr on pr.price = o.amount % 31""",
 })
 # Session 67: dbt-labs' segment package (sessionization of web page views) as a Spark user
 # ports it: the raw `pages` table a staging model over orders (page view ids repeat, so the

@@ -151,6 +151,12 @@ from {{ source('raw', 'orders') }} group by o_id
     "per_order_busy": """
 select o_id, n, qty from {{ ref('per_order') }} where n > 1
 """,
+    # The same pair over two row-wise models with configured keys (which count as proved): a
+    # delta join, its change rows netted by the pair and merged null-safely.
+    "order_items": """
+select o.o_id, o.status, i.i_id, i.qty
+from {{ ref('ords_k') }} o left join {{ ref('items_k') }} i on i.o_id = o.o_id
+""",
     "order_lines": """
 with ords as (select o_id, max(status) as status from {{ source('raw', 'orders') }} group by o_id),
 lines as (select i_id, o_id, p_id, sum(qty) as qty from {{ source('raw', 'items') }}
@@ -214,6 +220,9 @@ from {{ ref('oj_sub') }}
 
 
 BUDGETED = {"mrr_report": MRR}
+# Row-wise models with configured keys, read by order_items.
+KEYED = {"ords_k": ("select o_id, status from {{ source('raw', 'orders') }}", "o_id"),
+         "items_k": ("select i_id, o_id, qty from {{ source('raw', 'items') }}", "i_id")}
 
 
 def model(sql: str, materialized: str, key: Optional[str] = "k") -> str:
@@ -245,6 +254,8 @@ class TestRealSql:
                 files[f"{name}_table.sql"] = model(sql, "table")
         for name, sql in {**INFERRED, **GENERATED, **BUDGETED}.items():
             files[f"{name}.sql"] = model(sql, "batch_refresh", None)
+        for name, (sql, key) in KEYED.items():
+            files[f"{name}.sql"] = model(sql, "batch_refresh", key)
         return files
 
     def check(self, project: Any) -> Dict[str, Any]:
@@ -281,6 +292,7 @@ class TestRealSql:
             assert (results[name]["action"], results[name]["mode"]) == ("replay",
                                                                          "incremental"), (
                 name, results[name])
+        assert results["order_items"]["strategy"] == "delta_join", results["order_items"]
         assert results["oj_group"]["mode"] == "full", results["oj_group"]
         assert "parenthesised join group" in results["oj_group"]["fallback_reason"]
         assert results["mrr_report"]["mode"] == "full", results["mrr_report"]
@@ -299,7 +311,7 @@ class TestRealSql:
         assert (results["per_order"]["action"], results["per_order"]["mode"]) == (
             "replay", "incremental"), results["per_order"]
         for name in ("per_prod_final", "per_order_ref", "per_prod_label", "per_order_full_on",
-                     "edges_tagged", "order_lines", "per_order_busy"):
+                     "edges_tagged", "order_lines", "per_order_busy", "order_items"):
             assert results[name]["action"] == "replay", (name, results[name])
 
         # orders move too in the same run as items
