@@ -648,7 +648,8 @@ def without_inferred_key(analysis: Analysis) -> Analysis:
     no key, so no replay rule that needs one; it recomputes in full, keyless."""
     key = ", ".join(analysis.key)
     return replace(
-        analysis, key=(), key_outer=(), key_paths=(), delta=None, delta_join=None, intermediate=None,
+        analysis, key=(), key_outer=(), key_paths=(), delta=None, delta_join=None,
+        intermediate=None,
         incremental_reason=(
             f"has no unique_key, and the one {_KEY_SOURCES[analysis.key_source]} ({key}) is "
             f"NULL or repeated in some output rows; set unique_key to columns that identify "
