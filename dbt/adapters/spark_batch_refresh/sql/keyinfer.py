@@ -360,9 +360,7 @@ def _left_outer(join: exp.Join) -> bool:
     """`join` is a LEFT (OUTER) join with a condition: each row before it comes out once per
     matching row, or once NULL-extended (a WHERE that rejects the NULL-extended rows made it
     inner already: st.parse)."""
-    kind = (join.args.get("kind") or "").upper()
-    return ((join.side or "").upper() == "LEFT" and kind in ("", "OUTER")
-            and not join.args.get("method")
+    return (st.is_left_outer(join) and not join.args.get("method")
             and (join.args.get("on") is not None or bool(join.args.get("using"))))
 
 

@@ -80,12 +80,15 @@ def inner_rejected_left_joins(tree: exp.Expression) -> exp.Expression:
     joins follow. Spark's optimizer makes the same rewrite (EliminateOuterJoin)."""
     for select in tree.find_all(exp.Select):
         for join in select.args.get("joins") or []:
-            if ((join.side or "").upper() == "LEFT"
-                    and (join.kind or "").upper() in ("", "OUTER")
-                    and rejects_nulls(select, join.this.alias_or_name)):
+            if is_left_outer(join) and rejects_nulls(select, join.this.alias_or_name):
                 join.set("side", None)
                 join.set("kind", None)
     return tree
+
+
+def is_left_outer(join: exp.Join) -> bool:
+    """`join` is a LEFT (OUTER) join: not a semi or anti one, which keep no joined row."""
+    return (join.side or "").upper() == "LEFT" and (join.kind or "").upper() in ("", "OUTER")
 
 
 # Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
