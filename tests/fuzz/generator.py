@@ -14,6 +14,10 @@ NULL in its output:
   is inferred may keep them nullable (`null_group`: a NULL group, matched null-safely);
 * UNION ALL branches prefix their ids with the branch's tag.
 
+The one exception to "never NULL": where the seed's sources' ids are tested (tested_sources), a
+keyless join model may key by each side's bare id (`key_ids`), NULL where an outer join matched
+nothing (`null_key_ids`): unique under `<=>`, what the plugin infers from the tests.
+
 Joins are on keys and foreign keys only (a side's id, or a column holding ids of another table:
 `Col.domain`), so the generator knows which side determines which.
 """
@@ -47,6 +51,8 @@ VALUES: Dict[str, Sequence[str]] = {
     "id": ["3", "10", "40", "100"],
 }
 ALIASES = {"customers": "c", "products": "p", "orders": "o", "items": "i"}
+# features of a model whose key may hold NULL by design (matched null-safely, unique under <=>)
+NULL_KEYS = frozenset({"null_group", "null_key_ids"})
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,13 @@ WEIGHTS = [2, 4, 4, 3, 3, 1, 2, 2, 2, 2, 3, 1, 1, 1, 2, 2]
 
 
 TWIN_SUFFIX = "_tbl"
+
+
+def tested_sources(seed: int) -> bool:
+    """Whether the seed's sources declare `id` with dbt's unique and not_null tests, as a dbt
+    project's sources do (tests/fuzz/harness.py writes them): two seeds in three, by hash so the
+    seeded draws stay; seed 372, the CI budget's, is one without, its models as before."""
+    return zlib.crc32(f"tested:{seed}".encode()) % 3 != 1
 
 
 def twin_name(name: str) -> str:
@@ -572,17 +585,33 @@ class Generator:
             features.add("star")
         key_cols = {key_name: key_col}
         key_items = [f"{key_expr} as {key_name}"]
-        if key_name == "k" and self.chance(0.25):
-            # the same key as a list: one coalesced id column per side
+        # Where the sources' ids are tested, a model that leaves its key to inference keeps, in
+        # two of three, each side's id as it is (NULL where an outer join matched nothing): the
+        # tuple is unique under `<=>`, and the plugin may infer it from the tests (a LEFT JOIN
+        # that matches several rows keys the pair). Chosen by hash; the seeded draw below is
+        # always made.
+        bare = (key_name == "k" and tested_sources(self.seed) and self.keyless_drawn(name)
+                and zlib.crc32(f"bare:{name}".encode()) % 3 != 0)
+        if key_name == "k" and (self.chance(0.25) or bare):
+            # the same key as a list: one (coalesced) id column per side
+            nullable = self.nullable_sides(sides, joins)
             key_cols, key_items = {}, []
             for side in sides:
                 col = side.cols[side.ident]
-                expr, out = self.non_null(f"{side.alias}.{side.ident}", replace(col, nullable=True))
+                if bare:
+                    expr = f"{side.alias}.{side.ident}"
+                    out = replace(col, nullable=col.nullable or side.alias in nullable)
+                else:
+                    expr, out = self.non_null(f"{side.alias}.{side.ident}", replace(col, nullable=True))
                 key_items.append(f"{expr} as key_{side.alias}")
                 key_cols[f"key_{side.alias}"] = out
             features.discard("key_tuple")
             features.discard("key_coalesce")
-            features.add("key_list")
+            features.add("key_ids" if bare else "key_list")
+            if bare and nullable:
+                features.add("null_key_ids")  # NULL in the key by design, unique under <=>
+            if bare and any(j.kind == "left" and not j.determines[0] for j in joins):
+                features.add("left_join_pairs")  # a LEFT JOIN matching several rows
         body = f"select {', '.join(key_items + items)}\n{self.from_where(name, sides, joins, where)}"
         out = {**key_cols, **cols}
         key = list(key_cols)
@@ -1208,6 +1237,11 @@ class Generator:
             keyless.features.add("keyless")
         return m
 
+    def keyless_drawn(self, name: str) -> bool:
+        """Whether the model `name` leaves its key unset (keyless() below), known while it is
+        generated: a model once keyless never gets a key back."""
+        return zlib.crc32(f"keyless:{self.seed}:{name}".encode()) % 9 < 3
+
     def keyless(self, m: Model) -> List[Model]:
         """The models that leave their key unset: one in three, and in one of the rest in three
         a model over batch_refresh models together with them (a keyless chain). Chosen by a
@@ -1217,7 +1251,7 @@ class Generator:
             return []
         drawn = zlib.crc32(f"keyless:{self.seed}:{m.name}".encode()) % 9
         upstreams = [u for u in self.models if u.name in m.refs and "unique_key" in u.config]
-        if drawn < 3:
+        if self.keyless_drawn(m.name):
             return [m]
         return [m, *upstreams] if upstreams and drawn < 5 else []
 

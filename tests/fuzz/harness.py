@@ -40,7 +40,7 @@ from dbt.tests.util import run_dbt
 from dbt.adapters.spark_batch_refresh import failpoints
 
 from tests.fuzz.data import SCHEMA, Data, commit_sql
-from tests.fuzz.generator import Model, generate, model_name
+from tests.fuzz.generator import NULL_KEYS, Model, generate, model_name, tested_sources
 from tests.fuzz.generator import twin_name as twin
 from tests.functional.helpers import compiled_sql, rows, sources_yml
 
@@ -82,8 +82,17 @@ class Settings:
         )
 
 
-def model_files(models: List[Model]) -> Dict[str, str]:
-    files = {"sources.yml": sources_yml(*SCHEMA)}
+def fuzz_sources_yml(seed: int) -> str:
+    """The `raw` source, its ids tested in the seeds tested_sources() picks."""
+    text = sources_yml(*SCHEMA)
+    for table in SCHEMA if tested_sources(seed) else ():
+        text = text.replace(f"- name: {table}\n", f"- name: {table}\n        columns:\n"
+                            "          - name: id\n            data_tests: [unique, not_null]\n")
+    return text
+
+
+def model_files(models: List[Model], seed: int) -> Dict[str, str]:
+    files = {"sources.yml": fuzz_sources_yml(seed)}
     for m in models:
         files[f"{m.name}.sql"] = m.file("batch_refresh")
         files[f"{twin(m.name)}.sql"] = m.file("table")
@@ -256,8 +265,8 @@ class FuzzRun:
         if not m.key:
             return False
         key = ", ".join(m.key)
-        # a NULL group's key is NULL by design (null-safe); any other key never
-        nulls = "false" if "null_group" in m.features else " or ".join(f"{k} is null" for k in m.key)
+        # a NULL group's key, or an outer join's bare ids, are NULL by design (null-safe)
+        nulls = "false" if m.features & NULL_KEYS else " or ".join(f"{k} is null" for k in m.key)
         try:
             found = self.query(f"select count(*) - count(distinct struct({key})) as dup, count_if({nulls}) as nul "
                                f"from {self.project.test_schema}.{twin(m.name)}")[0]
@@ -281,6 +290,8 @@ class FuzzRun:
             for file in (name, twin(name)):
                 src = os.path.join(self.project.project_root, "models", f"{file}.sql")
                 shutil.copy(src, os.path.join(where, "models", f"{file}.sql"))
+        with open(os.path.join(where, "models", "sources.yml"), "w") as handle:
+            handle.write(fuzz_sources_yml(self.settings.seed))
         with open(os.path.join(where, "steps.json"), "w") as handle:
             json.dump({"seed": self.settings.seed, "model": m.name, "step": step,
                        "steps": self.steps[: step + 1]}, handle, indent=1)
@@ -317,7 +328,8 @@ class FuzzRun:
         lines = [
             f"fuzz seed {self.settings.seed}: {len(self.models)} models, {self.settings.steps} steps "
             f"({', '.join(st['kind'] for st in self.steps[1:])}), {s.model_steps} model-steps in {s.seconds:.0f} s "
-            f"(dbt run {s.dbt_seconds:.0f} s, comparisons {s.check_seconds:.0f} s)",
+            f"(dbt run {s.dbt_seconds:.0f} s, comparisons {s.check_seconds:.0f} s); sources' ids "
+            f"{'tested' if tested_sources(self.settings.seed) else 'untested'}",
             f"  actions: {dict(s.actions)}; staged from: {dict(s.staged_from)}; skipped {s.skipped}",
             f"  fallbacks: {dict(s.fallbacks)}",
             f"  runs stopped at fail points, then resumed: {dict(s.faults)}",

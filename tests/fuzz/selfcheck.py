@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import List
 
 from tests.fuzz.data import Data, commit_sql
-from tests.fuzz.generator import Model, generate, model_name
+from tests.fuzz.generator import NULL_KEYS, Model, generate, model_name
 
 
 def start_spark():
@@ -59,7 +59,7 @@ def check_models(spark, schema: str, models: List[Model], label: str, broken: se
             spark.sql(f"create table {schema}.{m.name} using delta as {sql}")
             if m.key:
                 key = ", ".join(m.key)
-                nulls = ("false" if "null_group" in m.features
+                nulls = ("false" if m.features & NULL_KEYS
                          else " or ".join(f"{k} is null" for k in m.key))
                 bad = spark.sql(f"select count(*) - count(distinct struct({key})) as dup, "
                                 f"count_if({nulls}) as nul from {schema}.{m.name}").collect()[0]

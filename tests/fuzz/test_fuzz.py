@@ -22,7 +22,7 @@ MODELS = catalogue(SETTINGS)
 class TestRandomModels:
     @pytest.fixture(scope="class")
     def models(self):
-        return model_files(MODELS)
+        return model_files(MODELS, SETTINGS.seed)
 
     def test_batch_refresh_equals_table(self, project):
         run = FuzzRun(project, SETTINGS, MODELS)

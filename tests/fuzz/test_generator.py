@@ -68,6 +68,22 @@ def test_keyless_models_and_chains():
     assert keyless > 60 and chains > 5, (keyless, chains)
 
 
+def test_bare_ids_where_sources_are_tested():
+    """Keyless join models key by their sides' bare ids only in seeds whose sources' ids are
+    tested, and some of them LEFT JOIN a side that matches several rows (the pair key)."""
+    from tests.fuzz.generator import tested_sources
+
+    bare, pairs = 0, 0
+    for seed in range(60):
+        for m in generate(seed, 24):
+            if "key_ids" in m.features:
+                assert tested_sources(seed) and "keyless" in m.features, (seed, m.name)
+                bare += 1
+                pairs += "left_join_pairs" in m.features
+    assert not tested_sources(372)  # the CI budget's seed draws what it drew before
+    assert bare > 20 and pairs > 3, (bare, pairs)
+
+
 def test_fault_points_exist():
     """Each fail point the fuzz stops runs at is one the adapter has (a renamed point would
     leave those runs unfailed, and the fuzz silently without its interrupted refreshes)."""
