@@ -425,11 +425,24 @@ select * from first_contact"""
         ("select o.id as oid, c.id as cid, p.id as pid from raw.orders o left join "
          "raw.customers c on c.region = o.region left join raw.products p on p.price = o.amount",
          ("oid", "cid", "pid"), ("cid", "pid")),
+        # RIGHT joins, the LEFT join seen from the preserved side: orders with their customer
+        # (at most one: the order's key alone), then their items (one to many: the pair)
+        ("select c.id as cid, o.id as oid from raw.customers c right join raw.orders o "
+         "on c.id = o.customer_id", ("oid",), ()),
+        ("select c.id as cid, o.id as oid, i.id as iid from raw.customers c right join "
+         "raw.orders o on c.id = o.customer_id left join raw.items i on o.id = i.order_id",
+         ("oid", "iid"), ("iid",)),
+        # a customer may match several orders of its region: everything before is the outer part
+        ("select c.id as cid, o.id as oid from raw.customers c right join raw.orders o "
+         "on c.region = o.region", ("cid", "oid"), ("cid",)),
+        ("select o.id as oid, p.id as pid from raw.orders o right join raw.products p "
+         "on p.id = o.product_id", ("oid", "pid"), ("oid",)),
     ],
 )
 def test_key_outer_of_left_joins(sql, key, outer):
     keys = {t: (c,) for t, c in (("raw.orders", "id"), ("raw.customers", "id"),
-                                  ("raw.products", "id"), ("raw.journal", "journal_id"),
+                                  ("raw.products", "id"), ("raw.items", "id"),
+                                  ("raw.journal", "journal_id"),
                                   ("raw.journal_line", "journal_line_id"),
                                   ("raw.account", "account_id"), ("raw.invoice", "invoice_id"))}
     a = sa.analyze(sql, upstream_keys=keys)
@@ -441,7 +454,7 @@ def test_key_outer_of_left_joins(sql, key, outer):
         from dbt.adapters.spark_batch_refresh.plan.config import BatchRefreshConfig
         from dbt.adapters.spark_batch_refresh.report import explain
         said = explain.render("m", BatchRefreshConfig(), a, [], "idle")
-        assert f"{', '.join(outer)} NULL where a LEFT JOIN matches no row" in said, said
+        assert f"{', '.join(outer)} NULL where an outer join matches no row" in said, said
     # dropped on a NULL in the preserved side's key where it rests on tests: none either
     dropped, keyless, _ = sa.keyless_if_null(a, (), null_seen=True)
     assert keyless == (a.key_source == "upstream tests")

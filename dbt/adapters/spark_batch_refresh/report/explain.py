@@ -104,8 +104,8 @@ def render(model: str, config: BatchRefreshConfig, analysis: sa.Analysis,
         lines.append(f"  mode:       full recompute (reason: {fallback})")
     lines.append(f"  refresh_mode config: {config.refresh_mode}")
     lines.extend(_cost_lines(config, mode, fallback, last, change_rows, key_queries))
-    # a LEFT JOIN's joined key beside the preserved one's (keyinfer.Inferred.outer_key)
-    outer = (f"; {', '.join(analysis.key_outer)} NULL where a LEFT JOIN matches no row: matched "
+    # an outer join's NULL-extended key beside the preserved one's (keyinfer.Inferred.outer_key)
+    outer = (f"; {', '.join(analysis.key_outer)} NULL where an outer join matches no row: matched "
              f"null-safely" if analysis.key_outer else "")
     if config.unique_key:
         lines.append(f"  unique_key: {', '.join(config.unique_key)} (configured)")

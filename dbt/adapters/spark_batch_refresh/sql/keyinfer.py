@@ -9,8 +9,9 @@ or the key of the relation a plain SELECT reads, passed through its filter and p
 row of it: an inner or left join whose ON equates every column of the joined relation's own
 key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
 customer_id). A join that may repeat rows adds the joined relation's key (the pair of
-both keys; a LEFT join's part NULL in its NULL-extended rows: `Inferred.outer_key`), and a
-LATERAL VIEW posexplode its position. A physical relation's key is the one
+both keys; a LEFT join's part NULL in its NULL-extended rows: `Inferred.outer_key`; a RIGHT
+join is that LEFT join seen from its preserved side), and a LATERAL VIEW posexplode its
+position. A physical relation's key is the one
 its dbt tests declare (`upstream_keys`, collected from the graph by the materialization): a
 key that rests on one is as good as those tests, so `Inferred.declared` says so, and the
 refresh treats such a key as it treats the model's own tests' key (NULL or repeated: the
@@ -129,6 +130,17 @@ class Inferred:
         parts = [(source.this, self._relation_key(select, source.this), False)]
         for join in select.args.get("joins") or []:
             if self._at_most_one(select, join):
+                continue
+            if _right_outer(join):
+                # B RIGHT JOIN'd: each B row comes out once per matching row before it, or
+                # once with everything before it NULL: the LEFT join seen from B. Where its ON
+                # equates the FROM relation's whole key (nothing else multiplied its rows), a
+                # B row matches at most one row before it, and B's key alone is the key.
+                if len(parts) == 1 and _equates_key(join.args.get("on"), parts[0][0],
+                                                    parts[0][1]):
+                    parts = []
+                parts = [(relation, key, True) for relation, key, _ in parts]
+                parts.append((join.this, self._relation_key(select, join.this), False))
                 continue
             extends = _left_outer(join)
             if not (_pairs(join) or extends):
@@ -267,25 +279,8 @@ class Inferred:
         if using:
             key = self._relation_key(select, join.this)
             return bool(key) and all(k.lower() in using for k in key)
-        joined = join.this
-        alias = joined.alias_or_name.lower()
-        on = join.args.get("on")
-        if on is None or not alias:
-            return False
-        key = self._relation_key(select, joined)
-        if not key:
-            return False
-        equated: Set[str] = set()
-        for conjunct in st.conjuncts(on):
-            if not isinstance(conjunct, exp.EQ):
-                continue
-            for mine, other in ((conjunct.this, conjunct.expression),
-                                (conjunct.expression, conjunct.this)):
-                if (isinstance(mine, exp.Column) and mine.table.lower() == alias
-                        and not any(c.table.lower() in ("", alias)
-                                    for c in other.find_all(exp.Column))):
-                    equated.add(mine.name.lower())
-        return all(k.lower() in equated for k in key)
+        return _equates_key(join.args.get("on"), join.this,
+                            self._relation_key(select, join.this))
 
 
 def _positions(select: exp.Select) -> Optional[List[str]]:
@@ -362,6 +357,32 @@ def _left_outer(join: exp.Join) -> bool:
     inner already: st.parse)."""
     return (st.is_left_outer(join) and not join.args.get("method")
             and (join.args.get("on") is not None or bool(join.args.get("using"))))
+
+
+def _right_outer(join: exp.Join) -> bool:
+    """`join` is a RIGHT (OUTER) join with an ON condition."""
+    return ((join.side or "").upper() == "RIGHT" and (join.kind or "").upper() in ("", "OUTER")
+            and not join.args.get("method") and join.args.get("on") is not None)
+
+
+def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,
+                 key: Tuple[str, ...]) -> bool:
+    """`on` equates every column of `relation`'s key to an expression that does not read
+    `relation`: each row on the other side matches at most one of its rows."""
+    alias = relation.alias_or_name.lower()
+    if on is None or not alias or not key:
+        return False
+    equated: Set[str] = set()
+    for conjunct in st.conjuncts(on):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for mine, other in ((conjunct.this, conjunct.expression),
+                            (conjunct.expression, conjunct.this)):
+            if (isinstance(mine, exp.Column) and mine.table.lower() == alias
+                    and not any(c.table.lower() in ("", alias)
+                                for c in other.find_all(exp.Column))):
+                equated.add(mine.name.lower())
+    return all(k.lower() in equated for k in key)
 
 
 def _pairs(join: exp.Join) -> bool:
