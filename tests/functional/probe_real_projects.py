@@ -423,6 +423,18 @@ from {O} o left join {P} p on p.order_id = o.id""",
  "u_left_two": cfg() + f"""
 select o.id as order_id, p.id as payment_id, p.amount as paid, pr.id as product_id, pr.category
 from {O} o left join {P} p on p.order_id = o.id left join {PR} pr on pr.price = o.amount % 31""",
+ # Session 73: RIGHT JOINs, the LEFT join seen from the preserved side: orders with their
+ # customer (the order's key alone), then their payments (the pair), and customers with their
+ # orders (the pair, the order's id NULL for a customer without one).
+ "u_right_orders": cfg() + f"""
+select c.id as customer_id, c.region, o.id as order_id, o.amount
+from {C} c right join {O} o on c.id = o.customer_id""",
+ "u_right_lines": cfg() + f"""
+select c.id as customer_id, c.region, o.id as order_id, p.id as payment_id, p.amount as paid
+from {C} c right join {O} o on c.id = o.customer_id left join {P} p on p.order_id = o.id""",
+ "u_right_many": cfg() + f"""
+select o.id as order_id, o.status, c.id as customer_id, c.name
+from {O} o right join {C} c on o.customer_id = c.id""",
 })
 # Session 67: dbt-labs' segment package (sessionization of web page views) as a Spark user
 # ports it: the raw `pages` table a staging model over orders (page view ids repeat, so the
