@@ -590,7 +590,7 @@ class Generator:
         # tuple is unique under `<=>`, and the plugin may infer it from the tests (a LEFT JOIN
         # that matches several rows keys the pair). Chosen by hash; the seeded draw below is
         # always made.
-        bare = (key_name == "k" and tested_sources(self.seed) and self.keyless_drawn(name)
+        bare = (key_name == "k" and tested_sources(self.seed) and self.keyless_draw(name) < 3
                 and zlib.crc32(f"bare:{name}".encode()) % 3 != 0)
         if key_name == "k" and (self.chance(0.25) or bare):
             # the same key as a list: one (coalesced) id column per side
@@ -1237,10 +1237,10 @@ class Generator:
             keyless.features.add("keyless")
         return m
 
-    def keyless_drawn(self, name: str) -> bool:
-        """Whether the model `name` leaves its key unset (keyless() below), known while it is
-        generated: a model once keyless never gets a key back."""
-        return zlib.crc32(f"keyless:{self.seed}:{name}".encode()) % 9 < 3
+    def keyless_draw(self, name: str) -> int:
+        """keyless()'s draw for the model `name`, known while it is generated: below 3 it leaves
+        its key unset (and never gets it back)."""
+        return zlib.crc32(f"keyless:{self.seed}:{name}".encode()) % 9
 
     def keyless(self, m: Model) -> List[Model]:
         """The models that leave their key unset: one in three, and in one of the rest in three
@@ -1249,9 +1249,9 @@ class Generator:
         was."""
         if "unique_key" not in m.config:
             return []
-        drawn = zlib.crc32(f"keyless:{self.seed}:{m.name}".encode()) % 9
+        drawn = self.keyless_draw(m.name)
         upstreams = [u for u in self.models if u.name in m.refs and "unique_key" in u.config]
-        if self.keyless_drawn(m.name):
+        if drawn < 3:
             return [m]
         return [m, *upstreams] if upstreams and drawn < 5 else []
 

@@ -1,6 +1,7 @@
 """Replays one reproduction written by the fuzz harness (a fuzz-failures/seed<S>/<model>-step<N>
 directory), or a hand-shrunk copy of one: its models/ (the model, its table twin, the models it
-reads, the seed's sources.yml), and steps.json (the upstreams' setup, then one list of statements per change batch).
+reads, the seed's sources.yml), and steps.json (the upstreams' setup, then one list of
+statements per change batch).
 After the setup and after each batch, `dbt run` (after a run failing at the batch's fail
 point first, where the fuzz drew one), then every `batch_refresh` model is compared with its
 twin and with its from-scratch evaluation at its consumed versions.

@@ -139,7 +139,8 @@ class Inferred:
                 if len(parts) == 1 and _equates_key(join.args.get("on"), parts[0][0],
                                                     parts[0][1]):
                     parts = []
-                parts = [(relation, key, True) for relation, key, _ in parts]
+                else:
+                    parts = [(relation, key, True) for relation, key, _ in parts]
                 parts.append((join.this, self._relation_key(select, join.this), False))
                 continue
             extends = _left_outer(join)
