@@ -362,8 +362,8 @@ def _left_outer(join: exp.Join) -> bool:
 
 def _right_outer(join: exp.Join) -> bool:
     """`join` is a RIGHT (OUTER) join with an ON condition."""
-    return ((join.side or "").upper() == "RIGHT" and (join.kind or "").upper() in ("", "OUTER")
-            and not join.args.get("method") and join.args.get("on") is not None)
+    return (st.is_outer(join, "RIGHT") and not join.args.get("method")
+            and join.args.get("on") is not None)
 
 
 def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,

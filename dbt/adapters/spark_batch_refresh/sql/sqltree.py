@@ -88,7 +88,12 @@ def inner_rejected_left_joins(tree: exp.Expression) -> exp.Expression:
 
 def is_left_outer(join: exp.Join) -> bool:
     """`join` is a LEFT (OUTER) join: not a semi or anti one, which keep no joined row."""
-    return (join.side or "").upper() == "LEFT" and (join.kind or "").upper() in ("", "OUTER")
+    return is_outer(join, "LEFT")
+
+
+def is_outer(join: exp.Join, side: str) -> bool:
+    """`join` is a `side` (LEFT or RIGHT) (OUTER) join: not a semi or anti one."""
+    return (join.side or "").upper() == side and (join.kind or "").upper() in ("", "OUTER")
 
 
 # Spark aggregates sqlglot may parse as plain functions: moved into the inner SELECT as
