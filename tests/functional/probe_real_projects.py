@@ -2638,8 +2638,8 @@ for _p in ("xr", "xrk"):
 # line's detail type). Dates are ids in days (invoices twice theirs), so no two ledger rows of
 # one account tie in the running balance's order. Keyless, and again (`qbk_`) with the
 # package's unique + not_null on the ledger's unique_id and the source package's
-# unique_combination_of_columns(<id>, source_relation) on the staging headers declared on the
-# id (source_relation is one value).
+# unique_combination_of_columns on the staging models ((<id>, source_relation) on the headers,
+# (<id>, index, source_relation) on the lines).
 _QB_AT = "date'2024-01-01'"
 
 
@@ -3637,9 +3637,13 @@ select *
 from final""",
 }
 # the package's schema.yml: unique + not_null on the ledger's unique_id; the source package's
-# unique_combination_of_columns(<id>, source_relation) on the staging headers, as the id
-QB_IDS = {"stg_account": "account_id", "stg_item": "item_id", "stg_bill": "bill_id",
-          "stg_invoice": "invoice_id", "general_ledger": "unique_id"}
+# unique_combination_of_columns on each staging model, headers (<id>, source_relation) and
+# lines (<id>, index, source_relation), as it declares them
+QB_IDS = {"stg_account": ("account_id", "source_relation"), "stg_item": ("item_id", "source_relation"),
+          "stg_bill": ("bill_id", "source_relation"), "stg_invoice": ("invoice_id", "source_relation"),
+          "stg_bill_line": ("bill_id", "index", "source_relation"),
+          "stg_invoice_line": ("invoice_id", "index", "source_relation"),
+          "general_ledger": "unique_id"}
 _QB_UNION_COLUMNS = ",\n                ".join(f"cast(`{c}` as {t}) as `{c}`" for c, t in (
     ("transaction_id", "string"), ("source_relation", "string"), ("index", "int"),
     ("transaction_date", "date"), ("customer_id", "string"), ("vendor_id", "string"),
@@ -3684,10 +3688,35 @@ MODEL_TESTS = {"js_stg_customers": "customer_id", "js_stg_locations": "location_
             **{f"xrk_{name}": key for name, key in XR_IDS.items()},
             **{f"qbk_{name}": key for name, key in QB_IDS.items()}}
 ONLY = [p for p in os.environ.get("PROBE_ONLY", "").split(",") if p]
+# dbt_utils.unique_combination_of_columns as the package defines it (its `dbt_utils.` prefix
+# dropped: the probe installs no packages; the plugin reads the test by its name)
+UNIQUE_COMBINATION = """{% test unique_combination_of_columns(model, combination_of_columns) %}
+select {{ combination_of_columns | join(', ') }}
+from {{ model }}
+group by {{ combination_of_columns | join(', ') }}
+having count(*) > 1
+{% endtest %}
+"""
+
+
+def _model_tests(model, key):
+    """A model's key tests: unique + not_null on one column, or a tuple's
+    unique_combination_of_columns."""
+    if isinstance(key, tuple):
+        return (f"  - name: {model}\n    data_tests:\n      - unique_combination_of_columns:\n"
+                f"          combination_of_columns: [{', '.join(key)}]\n")
+    return (f"  - name: {model}\n    columns:\n      - name: {key}\n"
+            "        data_tests: [unique, not_null]\n")
+
+
 PROBES = {n: s for n, s in PROBES.items() if not ONLY or any(n.startswith(p) for p in ONLY)}
 
 
 class TestProbe:
+    @pytest.fixture(scope="class")
+    def macros(self):
+        return {"unique_combination_of_columns.sql": UNIQUE_COMBINATION}
+
     @pytest.fixture(scope="class")
     def models(self):
         sources = sources_yml(*TABLES)
@@ -3698,8 +3727,7 @@ class TestProbe:
         tested = [m for m in MODEL_TESTS if m in PROBES]
         if tested:
             files["model_tests.yml"] = "version: 2\nmodels:\n" + "".join(
-                f"  - name: {m}\n    columns:\n      - name: {MODEL_TESTS[m]}\n"
-                "        data_tests: [unique, not_null]\n" for m in tested)
+                _model_tests(m, MODEL_TESTS[m]) for m in tested)
         files.update({f"{n}.sql": s for n, s in PROBES.items()})
         return files
 

@@ -10,8 +10,10 @@ row of it: an inner or left join whose ON equates every column of the joined rel
 key (`left join customer_orders co on co.customer_id = c.customer_id`, the CTE grouped by
 customer_id). A join that may repeat rows adds the joined relation's key (the pair of
 both keys; a LEFT join's part NULL in its NULL-extended rows: `Inferred.outer_key`; a RIGHT
-join is that LEFT join seen from its preserved side), and a LATERAL VIEW posexplode its
-position. A physical relation's key is the one
+join is that LEFT join seen from its preserved side), or stands in for the key before it
+where each joined row matches at most one row before it (`bills join bill_lines` on the
+bills' key), and a LATERAL VIEW posexplode its position. A key column an inner join's ON
+equates to another column may come out as that one. A physical relation's key is the one
 its dbt tests declare (`upstream_keys`, collected from the graph by the materialization): a
 key that rests on one is as good as those tests, so `Inferred.declared` says so, and the
 refresh treats such a key as it treats the model's own tests' key (NULL or repeated: the
@@ -131,31 +133,39 @@ class Inferred:
         for join in select.args.get("joins") or []:
             if self._at_most_one(select, join):
                 continue
+            joined = (join.this, self._relation_key(select, join.this), False)
+            # Where the ON equates the FROM relation's whole key to columns of B alone (and
+            # nothing before multiplied its rows), each B row matches at most one row before
+            # it: B's key alone is the key of an inner join (jaffle's `orders o join
+            # payments p on p.order_id = o.order_id`, quickbooks' `bills inner join
+            # bill_lines`) and of a RIGHT join.
+            one_each = len(parts) == 1 and _equates_key(
+                join.args.get("on"), parts[0][0], parts[0][1], only=join.this)
             if _right_outer(join):
                 # B RIGHT JOIN'd: each B row comes out once per matching row before it, or
-                # once with everything before it NULL: the LEFT join seen from B. Where its ON
-                # equates the FROM relation's whole key (nothing else multiplied its rows), a
-                # B row matches at most one row before it, and B's key alone is the key.
-                if len(parts) == 1 and _equates_key(join.args.get("on"), parts[0][0],
-                                                    parts[0][1]):
-                    parts = []
-                else:
-                    parts = [(relation, key, True) for relation, key, _ in parts]
-                parts.append((join.this, self._relation_key(select, join.this), False))
+                # once with everything before it NULL: the LEFT join seen from B.
+                parts = [joined] if one_each else (
+                    [(relation, key, True) for relation, key, _ in parts] + [joined])
                 continue
             extends = _left_outer(join)
             if not (_pairs(join) or extends):
                 return ()
-            parts.append((join.this, self._relation_key(select, join.this), extends))
+            if one_each and not extends:
+                parts = [joined]
+                continue
+            parts.append((join.this, joined[1], extends))
         names: List[str] = []
         outer: List[str] = []
+        equal = _inner_equalities(select)
         for relation, key, extends in parts:
             alias = relation.alias_or_name.lower()
             if not key or (len(parts) > 1 and not alias):
                 return ()
             nullable = self._relation_outer(select, relation)
             for column in key:
-                name = _output_name(select, alias, column, alone=len(parts) == 1)
+                name = _output_name(select, alias, column, alone=len(parts) == 1) or next(
+                    (n for t, c in equal.get((alias, column.lower()), ())
+                     for n in [_output_name(select, t, c, alone=False)] if n), None)
                 if name is None:
                     return ()
                 names.append(name)
@@ -367,11 +377,15 @@ def _right_outer(join: exp.Join) -> bool:
 
 
 def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,
-                 key: Tuple[str, ...]) -> bool:
+                 key: Tuple[str, ...], only: Optional[exp.Expression] = None) -> bool:
     """`on` equates every column of `relation`'s key to an expression that does not read
-    `relation`: each row on the other side matches at most one of its rows."""
+    `relation` (with `only`: that reads no relation but `only`): each row on the other side
+    matches at most one of its rows."""
     alias = relation.alias_or_name.lower()
     if on is None or not alias or not key:
+        return False
+    others = {only.alias_or_name.lower()} if only is not None else None
+    if others is not None and not all(others):
         return False
     equated: Set[str] = set()
     for conjunct in st.conjuncts(on):
@@ -379,11 +393,30 @@ def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,
             continue
         for mine, other in ((conjunct.this, conjunct.expression),
                             (conjunct.expression, conjunct.this)):
+            read = {c.table.lower() for c in other.find_all(exp.Column)}
             if (isinstance(mine, exp.Column) and mine.table.lower() == alias
-                    and not any(c.table.lower() in ("", alias)
-                                for c in other.find_all(exp.Column))):
+                    and not read & {"", alias} and (others is None or read <= others)):
                 equated.add(mine.name.lower())
     return all(k.lower() in equated for k in key)
+
+
+def _inner_equalities(select: exp.Select) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
+    """The qualified columns each inner join's ON equates (`bills.bill_id =
+    bill_lines.bill_id`), both ways: equal in every output row (a later outer join
+    NULL-extends both together), so either serves as the other's key column."""
+    equal: Dict[Tuple[str, str], List[Tuple[str, str]]] = {}
+    for join in select.args.get("joins") or []:
+        if not _pairs(join) or join.args.get("on") is None:
+            continue
+        for conjunct in st.conjuncts(join.args["on"]):
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            sides = [(c.table.lower(), c.name.lower()) for c in (conjunct.this, conjunct.expression)
+                     if isinstance(c, exp.Column) and c.table]
+            if len(sides) == 2 and sides[0][0] != sides[1][0]:
+                equal.setdefault(sides[0], []).append(sides[1])
+                equal.setdefault(sides[1], []).append(sides[0])
+    return equal
 
 
 def _pairs(join: exp.Join) -> bool:
