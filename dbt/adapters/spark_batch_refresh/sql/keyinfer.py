@@ -130,7 +130,8 @@ class Inferred:
             names = shared + positions
             return tuple(names) if len({n.lower() for n in names}) == len(names) else ()
         parts = [(source.this, self._relation_key(select, source.this), False)]
-        for join in select.args.get("joins") or []:
+        joins = select.args.get("joins") or []
+        for i, join in enumerate(joins):
             if self._at_most_one(select, join):
                 continue
             joined = (join.this, self._relation_key(select, join.this), False)
@@ -153,7 +154,8 @@ class Inferred:
             if one_each and not extends:
                 parts = [joined]
                 continue
-            parts.append((join.this, joined[1], extends))
+            before = {r.this.alias_or_name.lower() for r in [source, *joins[:i]]}
+            parts.append((join.this, _unfixed(join, joined[1], before), extends))
         names: List[str] = []
         outer: List[str] = []
         equal = _inner_equalities(select)
@@ -398,6 +400,27 @@ def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,
                     and not read & {"", alias} and (others is None or read <= others)):
                 equated.add(mine.name.lower())
     return all(k.lower() in equated for k in key)
+
+
+def _unfixed(join: exp.Join, key: Tuple[str, ...], before: Set[str]) -> Tuple[str, ...]:
+    """The joined relation's `key` but the columns `join`'s ON equates to an expression of
+    the relations before it alone (`bills left join bill_lines on bills.bill_id =
+    bill_lines.bill_id`: bill_id): the rows before fix each, so the rest tells the matches
+    of one row apart (and is NULL in its NULL-extended row, as the whole key would be)."""
+    alias = join.this.alias_or_name.lower()
+    on = join.args.get("on")
+    if on is None or not alias or "" in before:
+        return key
+    fixed: Set[str] = set()
+    for conjunct in st.conjuncts(on):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for mine, other in ((conjunct.this, conjunct.expression),
+                            (conjunct.expression, conjunct.this)):
+            if (isinstance(mine, exp.Column) and mine.table.lower() == alias
+                    and {c.table.lower() for c in other.find_all(exp.Column)} <= before):
+                fixed.add(mine.name.lower())
+    return tuple(k for k in key if k.lower() not in fixed) or key
 
 
 def _inner_equalities(select: exp.Select) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
