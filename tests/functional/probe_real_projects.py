@@ -1,6 +1,6 @@
 """A probe of SQL written as dbt projects write it, under random upstream changes (not part of
 `make test`: run it by path, `PROBE_SEED=5 PROBE_STEPS=3 .venv/bin/python -m pytest
-tests/functional/probe_real_projects.py -s`, ~55 minutes). Every model must build and equal its SQL
+tests/functional/probe_real_projects.py -s`, over an hour). Every model must build and equal its SQL
 from scratch after every run; what each refresh did and why it fell back is printed.
 PROBE_ONLY=q_,p_jaffle runs only the models whose names start so (m_ mrr-playbook, a_
 attribution-playbook, sg_ segment, js_ jaffle-shop, dd_ dbt_utils.deduplicate, da_
