@@ -384,21 +384,13 @@ def _equates_key(on: Optional[exp.Expression], relation: exp.Expression,
     `relation` (with `only`: that reads no relation but `only`): each row on the other side
     matches at most one of its rows."""
     alias = relation.alias_or_name.lower()
-    if on is None or not alias or not key:
+    if not key:
         return False
     others = {only.alias_or_name.lower()} if only is not None else None
     if others is not None and not all(others):
         return False
-    equated: Set[str] = set()
-    for conjunct in st.conjuncts(on):
-        if not isinstance(conjunct, exp.EQ):
-            continue
-        for mine, other in ((conjunct.this, conjunct.expression),
-                            (conjunct.expression, conjunct.this)):
-            read = {c.table.lower() for c in other.find_all(exp.Column)}
-            if (isinstance(mine, exp.Column) and mine.table.lower() == alias
-                    and not read & {"", alias} and (others is None or read <= others)):
-                equated.add(mine.name.lower())
+    equated = _equated(on, alias, lambda read: not read & {"", alias}
+                       and (others is None or read <= others))
     return all(k.lower() in equated for k in key)
 
 
@@ -407,20 +399,29 @@ def _unfixed(join: exp.Join, key: Tuple[str, ...], before: Set[str]) -> Tuple[st
     the relations before it alone (`bills left join bill_lines on bills.bill_id =
     bill_lines.bill_id`: bill_id): the rows before fix each, so the rest tells the matches
     of one row apart (and is NULL in its NULL-extended row, as the whole key would be)."""
-    alias = join.this.alias_or_name.lower()
-    on = join.args.get("on")
-    if on is None or not alias or "" in before:
+    if "" in before:
         return key
-    fixed: Set[str] = set()
+    fixed = _equated(join.args.get("on"), join.this.alias_or_name.lower(),
+                     lambda read: read <= before)
+    return tuple(k for k in key if k.lower() not in fixed) or key
+
+
+def _equated(on: Optional[exp.Expression], alias: str,
+             reads: Callable[[Set[str]], bool]) -> Set[str]:
+    """The columns of relation `alias` (lower-case) that a conjunct of `on` equates to an
+    expression whose relations (by alias, "" for an unqualified column) `reads` accepts."""
+    equated: Set[str] = set()
+    if on is None or not alias:
+        return equated
     for conjunct in st.conjuncts(on):
         if not isinstance(conjunct, exp.EQ):
             continue
         for mine, other in ((conjunct.this, conjunct.expression),
                             (conjunct.expression, conjunct.this)):
             if (isinstance(mine, exp.Column) and mine.table.lower() == alias
-                    and {c.table.lower() for c in other.find_all(exp.Column)} <= before):
-                fixed.add(mine.name.lower())
-    return tuple(k for k in key if k.lower() not in fixed) or key
+                    and reads({c.table.lower() for c in other.find_all(exp.Column)})):
+                equated.add(mine.name.lower())
+    return equated
 
 
 def _inner_equalities(select: exp.Select) -> Dict[Tuple[str, str], List[Tuple[str, str]]]:
