@@ -110,9 +110,12 @@ class Inferred:
         level) and every key column comes out as a plain column (or through `*`). An inner
         join that may match several rows adds its relation's key: each output row is one
         pair of matched rows, so the pair of both keys is unique (a LEFT join counts as inner
-        where the WHERE rejects its NULL-extended rows). A LEFT join that keeps them adds it
-        too, as an outer part (`outer_key`). A LATERAL VIEW posexplode adds its position: one
-        row per element."""
+        where the WHERE rejects its NULL-extended rows), less the joined key's columns its ON
+        fixes (`_unfixed`); where its ON equates the whole key before it, the joined key
+        alone. A LEFT join that keeps them adds it too, as an outer part (`outer_key`). A key
+        column may come out as a column an inner join's ON equates it to
+        (`_inner_equalities`). A LATERAL VIEW posexplode adds its position: one row per
+        element."""
         if (any(select.args.get(a) for a in ("group", "distinct", "having"))
                 or st.generates_rows(select)):
             return ()
