@@ -35,7 +35,7 @@ import sqlglot
 
 from dbt.adapters.spark_batch_refresh.sql.sqltree import DIALECT
 from tests.functional.helpers import assert_contract, rows, run_ok, sources_yml
-from tests.functional.probe_real_projects import ST_MARTS
+from tests.functional.probes.stripe import ST_MARTS
 
 KEY = ("coalesce(concat('i:', cast(s.i_id as string)), "
        "concat('o:', cast(o.o_id as string))) as k")
