@@ -2,7 +2,7 @@
 packages): the four sources, the model config, and dbt macros as they compile on Spark."""
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 O = "{{ source('raw', 'orders') }}"
 C = "{{ source('raw', 'customers') }}"
@@ -38,3 +38,17 @@ def dbt_dateadd(part: str, interval: str, x: str) -> str:
 def dbt_last_day(x: str, part: str = "month") -> str:
     """dbt.last_day: the day before the next period's first."""
     return f"cast({dbt_dateadd('day', '-1', dbt_dateadd(part, '1', f'date_trunc({part!r}, {x})'))} as date)"
+
+
+def ported(prefix: str, models: Mapping[str, str], ids: Mapping[str, Any],
+           marks: Optional[Mapping[str, str]] = None) -> Tuple[Dict[str, str], Dict[str, Any]]:
+    """A ported package's models twice, `<prefix>_` keyless and `<prefix>k_` with the
+    package's key tests (`ids`, by model; the probe's MODEL_TESTS), each mark in `marks`
+    replaced by its SQL and `PFX_` (in refs) by the prefix."""
+    probes: Dict[str, str] = {}
+    for p in (prefix, f"{prefix}k"):
+        for name, sql in models.items():
+            for mark, expr in (marks or {}).items():
+                sql = sql.replace(mark, expr)
+            probes[f"{p}_{name}"] = cfg() + sql.replace("PFX_", f"{p}_")
+    return probes, {f"{prefix}k_{name}": key for name, key in ids.items()}

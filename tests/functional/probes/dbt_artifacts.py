@@ -3,11 +3,8 @@
 (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import C, O, P, PR, ported, surrogate
 
-from tests.functional.probes.common import C, O, P, PR, cfg, surrogate
-
-PROBES: Dict[str, str] = {}
 # Session 70: brooklyn-data's dbt_artifacts marts (the package that records dbt's own runs;
 # it supports Spark and Databricks). Its raw upload tables synthesized in staging models from
 # the probe's four tables: invocations from customers (the target name is the region, NULL
@@ -575,9 +572,4 @@ DA_IDS = {"current_models": "node_id", "flaky_tests_detail": "flaky_test_flip_id
           "flaky_tests": "flaky_test_id", "model_performance": "model_performance_id",
           "run_health_daily_detail": "run_health_daily_detail_id",
           "dag_bottlenecks_detail": "dag_bottleneck_detail_id"}
-for _p in ("da", "dak"):
-    for _name, _sql in {**DA_STAGING, **DA_MARTS}.items():
-        for _mark, _expr in _DA_SURROGATES.items():
-            _sql = _sql.replace(_mark, _expr)
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"dak_{name}": key for name, key in DA_IDS.items()}
+PROBES, MODEL_TESTS = ported("da", {**DA_STAGING, **DA_MARTS}, DA_IDS, _DA_SURROGATES)

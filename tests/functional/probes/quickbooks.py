@@ -2,11 +2,8 @@
 `qb_` keyless, `qbk_` with the package's key tests (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import C, O, P, PR, dbt_last_day, ported, surrogate
 
-from tests.functional.probes.common import C, O, P, PR, cfg, dbt_last_day, surrogate
-
-PROBES: Dict[str, str] = {}
 # Session 73: fivetran/dbt_quickbooks (v1.9) as a Spark user ports it: one connector
 # (`source_relation` ''), its default vars (no tax lines, home currency '', no ordinal seed)
 # but `using_invoice_bundle: false` (no bundle staging), the bill and invoice double entries
@@ -1029,9 +1026,4 @@ _QB_MARKS = {
     "LAST_DAY_SPINE": dbt_last_day("date_month"),
     "LAST_DAY_RE": dbt_last_day("period_first_day"),
 }
-for _p in ("qb", "qbk"):
-    for _name, _sql in {**QB_STAGING, **QB_MARTS}.items():
-        for _mark, _expr in _QB_MARKS.items():
-            _sql = _sql.replace(_mark, _expr)
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"qbk_{name}": key for name, key in QB_IDS.items()}
+PROBES, MODEL_TESTS = ported("qb", {**QB_STAGING, **QB_MARTS}, QB_IDS, _QB_MARKS)

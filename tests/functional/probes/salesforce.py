@@ -2,11 +2,8 @@
 `sf_` keyless, `sfk_` with the package's key tests (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import C, O, P, PR, asserted, dbt_dateadd, ported
 
-from tests.functional.probes.common import C, O, P, PR, asserted, cfg, dbt_dateadd
-
-PROBES: Dict[str, str] = {}
 # fivetran/dbt_salesforce (v2.1.0, its staging package merged into it) as a Spark user ports
 # it: its default vars (user_role, lead, task, event, product_2, order and opportunity_line_item
 # all enabled; no pass-through columns, so persist/fill_pass_through_columns compile to
@@ -1089,7 +1086,4 @@ SF_IDS = {"stg_account": "account_id", "stg_contact": "contact_id", "stg_event":
           "owner_performance": "owner_id", "manager_performance": "manager_id",
           "contact_enhanced": "contact_id", "daily_activity": "date_day",
           "opportunity_line_item_enhanced": "opportunity_line_item_id"}
-for _p in ("sf", "sfk"):
-    for _name, _sql in {**SF_STAGING, **SF_MARTS}.items():
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"sfk_{name}": key for name, key in SF_IDS.items()}
+PROBES, MODEL_TESTS = ported("sf", {**SF_STAGING, **SF_MARTS}, SF_IDS)

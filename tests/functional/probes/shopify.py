@@ -3,11 +3,8 @@
 (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import C, O, P, PR, ported
 
-from tests.functional.probes.common import C, O, P, PR, cfg
-
-PROBES: Dict[str, str] = {}
 # fivetran/dbt_shopify's REST models (v1.7), ported as a Spark user would run them: one
 # connector, so `source_relation` is '' (fivetran_utils.source_relation); string_agg is
 # Spark's concat_ws over collect_set, sorted so the from-scratch comparison is not at the
@@ -484,7 +481,4 @@ SH_IDS = {"stg_order": "order_id", "stg_order_line": "order_line_id", "stg_tax_l
           "stg_transaction": "transaction_id", "stg_refund": "refund_id",
           "stg_order_line_refund": "order_line_refund_id", "stg_customer": "customer_id",
           "orders": "orders_unique_key", "customer_cohorts": "customer_cohort_id"}
-for _p in ("sh", "shk"):
-    for _name, _sql in {**SH_STAGING, **SH_MARTS}.items():
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"shk_{name}": key for name, key in SH_IDS.items()}
+PROBES, MODEL_TESTS = ported("sh", {**SH_STAGING, **SH_MARTS}, SH_IDS)

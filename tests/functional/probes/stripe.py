@@ -3,11 +3,8 @@
 `stk_` with the package's key tests (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import O, P, PR, ported
 
-from tests.functional.probes.common import O, P, PR, cfg
-
-PROBES: Dict[str, str] = {}
 # fivetran/dbt_stripe's subscription item MRR report (v1.x), ported: its date spine fixed
 # (2024-01 to 2024-12, the current month 2024-12: the package reads current_date and the first
 # month with a query at compile time), safe_divide spelled out, the coupon branch left out
@@ -357,7 +354,4 @@ from classified""",
 }
 ST_IDS = {"stg_subscription": "subscription_row_id", "stg_subscription_item": "subscription_item_id",
           "stg_price_plan": "price_plan_id", "stg_invoice_line_item": "invoice_line_item_id"}
-for _p in ("st", "stk"):
-    for _name, _sql in {**ST_STAGING, **ST_MARTS}.items():
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"stk_{name}": key for name, key in ST_IDS.items()}
+PROBES, MODEL_TESTS = ported("st", {**ST_STAGING, **ST_MARTS}, ST_IDS)

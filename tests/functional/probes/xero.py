@@ -2,11 +2,8 @@
 `xr_` keyless, `xrk_` with the package's key tests (MODEL_TESTS)."""
 from __future__ import annotations
 
-from typing import Any, Dict
+from tests.functional.probes.common import C, O, P, PR, ported, surrogate
 
-from tests.functional.probes.common import C, O, P, PR, cfg, surrogate
-
-PROBES: Dict[str, str] = {}
 # fivetran/dbt_xero (v1.x), ported: one connector (`source_relation` ''), the calendar spine
 # fixed to 2024 (the package runs it to next month from `current_date`), `current_date` in the
 # balance sheet's year end fixed to 2024-06-30, dbt_utils' group_by(n) written as ordinals as
@@ -362,10 +359,7 @@ XR_IDS = {"stg_journal": "journal_id", "stg_journal_line": "journal_line_id",
           "stg_bank_transaction": "bank_transaction_id", "stg_credit_note": "credit_note_id",
           "stg_contact": "contact_id", "stg_invoice_line_item": "line_item_id",
           "profit_and_loss_report": "profit_and_loss_id"}
-for _p in ("xr", "xrk"):
-    for _name, _sql in {**XR_STAGING, **XR_MARTS}.items():
-        _sql = _sql.replace("SURROGATE_PNL", surrogate(
-            "calendar.date_month", "ledger.account_id", "ledger.source_relation",
-            "pivoted_tracking_categories.department", "pivoted_tracking_categories.region"))
-        PROBES[f"{_p}_{_name}"] = cfg() + _sql.replace("PFX_", f"{_p}_")
-MODEL_TESTS: Dict[str, Any] = {f"xrk_{name}": key for name, key in XR_IDS.items()}
+_XR_MARKS = {"SURROGATE_PNL": surrogate(
+    "calendar.date_month", "ledger.account_id", "ledger.source_relation",
+    "pivoted_tracking_categories.department", "pivoted_tracking_categories.region")}
+PROBES, MODEL_TESTS = ported("xr", {**XR_STAGING, **XR_MARTS}, XR_IDS, _XR_MARKS)
